@@ -1,0 +1,34 @@
+# Two entry points: `make demo` (the main job) and `make test` (the whole suite).
+# Both bootstrap everything from a clean clone: uv (from PyPI, into the pyenv
+# Python that .python-version selects), then the locked environment in .venv.
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: demo test test-fast lint benchmark case-studies clean
+
+.venv/.synced: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
+	$(UV) sync --locked --extra dev
+	@touch $@
+
+demo: .venv/.synced
+	$(UV) run --no-sync crowd-models demo
+
+test: .venv/.synced
+	$(UV) run --no-sync pytest
+
+test-fast: .venv/.synced
+	$(UV) run --no-sync pytest -m "not slow"
+
+lint: .venv/.synced
+	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks
+
+benchmark: .venv/.synced
+	$(UV) run --no-sync python benchmarks/two_coin.py
+
+case-studies: .venv/.synced
+	$(UV) run --no-sync python case_studies/raykar_2009.py
+
+clean:
+	rm -rf .venv crowd_models_demo crowd_models_report

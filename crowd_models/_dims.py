@@ -1,0 +1,12 @@
+"""Dimension names shared by every family, the EM outputs and the reports."""
+
+ITEM = "item"
+ANNOTATOR = "annotator"
+ANNOTATION = "annotation"
+TRUE_CLASS = "true_class"
+LABEL_CLASS = "label_class"
+FEATURE = "feature"
+THRESHOLD = "threshold"
+FEATURE_AUX = "feature_aux"
+CHAIN = "chain"
+DRAW = "draw"

@@ -1,0 +1,249 @@
+"""`crowd-models`: fit an annotation table from the command line.
+
+    crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
+                 [--features F.csv] [--model two-coin] [--method em|map|nuts]
+                 [--out DIR]
+    crowd-models demo [--out DIR] [--quick]
+
+Errors in the input print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+EXIT_INPUT = 2
+
+
+class _Progress:
+    """Prints numbered steps with their wall time, so long steps are visible."""
+
+    def __init__(self, n_steps: int):
+        self.n = n_steps
+        self.i = 0
+        self.t = None
+
+    def step(self, text: str) -> None:
+        self.done()
+        self.i += 1
+        print(f"[{self.i}/{self.n}] {text} ...", flush=True)
+        self.t = time.perf_counter()
+
+    def done(self) -> None:
+        if self.t is not None:
+            print(f"      done in {time.perf_counter() - self.t:.1f} s", flush=True)
+            self.t = None
+
+
+def _read_csv(path: str, what: str, **kwargs) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kwargs)
+    except FileNotFoundError:
+        raise ValueError(f"{what} file {path!r} does not exist.") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{what} file {path!r} is not a readable CSV: {first}") from None
+
+
+def _item_table(ann, fit) -> pd.DataFrame:
+    from crowd_models.inference import posterior_of
+
+    prob = posterior_of(fit)["item_class_prob"]
+    prob = prob.mean([d for d in ("chain", "draw") if d in prob.dims]).values
+    table = pd.DataFrame(prob, index=pd.Index(ann.items, name="item"),
+                         columns=[f"prob_{c}" for c in ann.classes])
+    table.insert(0, "estimated_label", np.asarray(ann.classes)[prob.argmax(axis=1)])
+    if ann.has_gold:
+        gold = pd.Series(ann.gold_series(), name="gold").reindex(ann.items)
+        table["gold"] = gold.values
+    return table
+
+
+class InputError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
+
+
+def _load(args):
+    import crowd_models as cm
+
+    df = _read_csv(args.labels, "labels")
+    features = None
+    if args.features:
+        features = _read_csv(args.features, "features", index_col=0)
+        if args.item in df.columns:
+            # ids read from two files must compare equal: match the labels' id type
+            try:
+                features.index = features.index.astype(df[args.item].dtype)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"the features' first column (item ids) cannot be read as the type of the "
+                    f"labels' {args.item!r} column ({df[args.item].dtype})."
+                ) from None
+    classes = args.classes.split(",") if args.classes else None
+    if classes is not None and args.label in df.columns and pd.api.types.is_numeric_dtype(
+            df[args.label]):
+        classes = [pd.to_numeric(c) for c in classes]
+    return cm.Annotations.from_frame(df, item=args.item, annotator=args.annotator,
+                                     label=args.label, classes=classes, features=features)
+
+
+def run_fit(args) -> int:
+    import crowd_models as cm
+    from crowd_models import report
+    from crowd_models.models import MODELS
+
+    steps = 4 + (args.method == "nuts")
+    progress = _Progress(steps)
+    progress.step(f"reading {args.labels}")
+    try:
+        ann = _load(args)
+    except (ValueError, TypeError) as err:
+        raise InputError(str(err)) from None
+    print(f"      {ann}")
+    family = MODELS[args.model]
+    progress.step("EM (reference fit)")
+    try:
+        em_fit = family.em(ann)
+    except ValueError as err:  # the data do not suit the family (e.g. 3 classes, two-coin)
+        raise InputError(str(err)) from None
+    fit = em_fit
+    if args.method in ("map", "nuts"):
+        progress.step("building and optimising the PyMC model (MAP)")
+        model = family.build_model(ann)
+        fit = cm.fit_map(model, start=em_fit)
+    if args.method == "nuts":
+        progress.step(f"NUTS: {args.chains} chains x {args.draws} draws")
+        fit = cm.sample(model, draws=args.draws, tune=args.tune, chains=args.chains,
+                        random_seed=args.seed, start=fit)
+    progress.step(f"writing the report to {args.out}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = report.annotator_summary(fit)
+    table.to_csv(out / "annotators.csv")
+    _item_table(ann, fit).to_csv(out / "items.csv")
+    written = [out / "annotators.csv", out / "items.csv"]
+    if "sensitivity" in table.columns.str.replace("_mean", ""):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ax = report.plot_annotators(fit)
+        ax.figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+        plt.close(ax.figure)
+        written.append(out / "annotators.png")
+    fit.to_netcdf(out / "fit.nc", engine="h5netcdf")
+    written.append(out / "fit.nc")
+    progress.done()
+    with pd.option_context("display.max_rows", 60, "display.width", 120):
+        print(table.round(3).to_string())
+    if ann.has_gold:
+        print(f"accuracy against gold: {report.accuracy(fit, ann):.4f}")
+    print("wrote: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def run_demo(args) -> int:
+    import crowd_models as cm
+    from crowd_models import report
+    from crowd_models.models import two_coin
+
+    draws, tune, chains = (300, 300, 2) if args.quick else (1000, 1000, 4)
+    progress = _Progress(5)
+    progress.step("loading the RTE crowd labels (Snow et al. 2008)")
+    ann = cm.datasets.load_rte()
+    print(f"      {ann}")
+    mv = cm.majority_vote(ann, hard=True, ties="random", rng=0)
+    progress.step("EM (Raykar et al. 2009)")
+    em_fit = two_coin.em(ann)
+    progress.step("MAP with PyMC (compiles the model once)")
+    model = two_coin.build_model(ann)
+    map_fit = cm.fit_map(model)
+    progress.step(f"NUTS: {chains} chains x {draws} draws")
+    idata = cm.sample(model, draws=draws, tune=tune, chains=chains, random_seed=2009,
+                      start=map_fit, progressbar=False)
+    progress.step(f"writing the report to {args.out}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = report.annotator_summary(idata, rank_by="weight")
+    summary.to_csv(out / "annotators.csv")
+    _item_table(ann, idata).to_csv(out / "items.csv")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = report.plot_annotators(idata, label_top=5)
+    ax.figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+    plt.close(ax.figure)
+    idata.to_netcdf(out / "fit.nc", engine="h5netcdf")
+    progress.done()
+
+    print("\nAccuracy against the gold labels (800 items):")
+    rows = [
+        ("majority vote (ties at random)", report.accuracy(mv, ann)),
+        ("two-coin EM", report.accuracy(em_fit, ann)),
+        ("two-coin MAP (PyMC)", report.accuracy(map_fit, ann)),
+        ("two-coin NUTS posterior mean", report.accuracy(idata, ann)),
+    ]
+    for name, acc in rows:
+        print(f"  {name:<32} {acc:.4f}")
+    busy = summary[summary["n_labels"] >= 100]
+    cols = ["n_labels", "sensitivity_mean", "sensitivity_lower", "sensitivity_upper",
+            "specificity_mean", "specificity_lower", "specificity_upper", "weight_mean"]
+    print(f"\nAnnotators with at least 100 labels, best first "
+          f"(posterior mean and 90% interval), {len(busy)} of {len(summary)}:")
+    with pd.option_context("display.width", 160):
+        print(busy[cols].round(3).to_string())
+    n_switched = len(idata.attrs.get("label_switched_chains", []))
+    print(f"\nNUTS: {int(idata.sample_stats.diverging.sum())} divergences, "
+          f"{n_switched} label-switched chains.")
+    print(f"Report written to {out.resolve()}: annotators.csv, items.csv, annotators.png, fit.nc")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from crowd_models.models import MODELS
+
+    p = argparse.ArgumentParser(prog="crowd-models", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fit", help="fit a long CSV of labels (one row per annotation)")
+    f.add_argument("labels", help="CSV with one row per annotation")
+    f.add_argument("--item", default="item", help="item id column (default: item)")
+    f.add_argument("--annotator", default="annotator",
+                   help="annotator id column (default: annotator)")
+    f.add_argument("--label", default="label", help="label column (default: label)")
+    f.add_argument("--classes", help="comma-separated class order, e.g. 0,1 (default: sorted)")
+    f.add_argument("--features", help="CSV of item features, item id in the first column")
+    f.add_argument("--model", default="two-coin", choices=sorted(MODELS))
+    f.add_argument("--method", default="map", choices=["em", "map", "nuts"])
+    f.add_argument("--out", default="crowd_models_report", help="output folder")
+    f.add_argument("--draws", type=int, default=1000)
+    f.add_argument("--tune", type=int, default=1000)
+    f.add_argument("--chains", type=int, default=4)
+    f.add_argument("--seed", type=int, default=None)
+    d = sub.add_parser("demo", help="the two-coin model on the bundled RTE data")
+    d.add_argument("--out", default="crowd_models_demo", help="output folder")
+    d.add_argument("--quick", action="store_true", help="fewer NUTS draws")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "fit":
+            return run_fit(args)
+        return run_demo(args)
+    except InputError as err:
+        print(f"crowd-models: error: {err}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,476 @@
+"""Two-coin model: per-annotator sensitivity and specificity, binary truth.
+
+Raykar, Yu, Zhao, Jerebko, Florin, Hermosillo Valadez, Bogoni, Moy (2009),
+"Supervised learning from multiple experts: whom to trust when everyone lies
+a bit", ICML. Annotator j reports the positive class with probability
+``sensitivity[j]`` when the truth is positive and the negative class with
+probability ``specificity[j]`` when it is negative. The truth is either a
+logistic-regression classifier of the item's features,
+``P(z_i = 1) = sigmoid(coef . x_i + intercept)``, or, without features, a
+``prevalence``.
+
+The second class of ``annotations.classes`` is the positive one.
+
+One module, three views of the same model: :func:`build_model` (PyMC),
+:func:`em` (the paper's MAP-EM) and :func:`simulate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy.special import expit, log_expit
+
+from crowd_models import _dims as D
+from crowd_models.baselines import majority_vote
+from crowd_models.data import Annotations
+from crowd_models.models import _common as C
+
+__all__ = ["build_model", "em", "simulate", "decoupled", "predict", "DEFAULT_PRIORS"]
+
+DEFAULT_PRIORS = dict(
+    sensitivity_prior=(3.0, 2.0),
+    specificity_prior=(3.0, 2.0),
+    prevalence_prior=(2.0, 2.0),
+    coef_precision=1.0,
+    intercept_precision=0.01,
+)
+"""Weakly informative defaults. Beta(3, 2) on sensitivity and specificity
+(mode 2/3) favours annotators better than chance, which also breaks the
+mirror symmetry (sens, spec, truth) -> (1 - sens, 1 - spec, 1 - truth); with
+a, b > 1 the posterior mode is interior even for an annotator who is never
+wrong. Gaussian priors: N(0, 1) per coefficient (standardise features) and
+N(0, 10^2) on the intercept. Flat settings, (1, 1) and precision 0, give plain
+maximum likelihood."""
+
+FLAT_PRIORS = dict(
+    sensitivity_prior=(1.0, 1.0),
+    specificity_prior=(1.0, 1.0),
+    prevalence_prior=(1.0, 1.0),
+    coef_precision=0.0,
+    intercept_precision=0.0,
+)
+
+
+# ------------------------------------------------------------------ priors
+def _priors(annotations: Annotations, sensitivity_prior, specificity_prior, prevalence_prior,
+            coef_precision, intercept_precision) -> dict:
+    J = annotations.n_annotators
+    p = {
+        "sens": C.beta_prior(sensitivity_prior, "sensitivity_prior", J),
+        "spec": C.beta_prior(specificity_prior, "specificity_prior", J),
+        "prev": C.beta_prior(prevalence_prior, "prevalence_prior"),
+    }
+    if annotations.features is not None:
+        d = annotations.n_features
+        gamma = C.check_positive_precision(coef_precision, "coef_precision")
+        if gamma.ndim == 0:
+            gamma = np.eye(d) * gamma
+        elif gamma.ndim == 1:
+            if gamma.shape != (d,):
+                raise ValueError(f"coef_precision has {gamma.size} entries for {d} features.")
+            gamma = np.diag(gamma)
+        elif gamma.shape != (d, d) or not np.allclose(gamma, gamma.T):
+            raise ValueError(
+                f"coef_precision as a matrix must be symmetric ({d}, {d}), got shape "
+                f"{gamma.shape}."
+            )
+        diag_zero = np.diag(gamma) == 0
+        if diag_zero.any() and not np.all(gamma == 0):
+            raise ValueError(
+                "coef_precision mixes flat (0) and proper entries; use all zeros (flat) or a "
+                "positive definite precision."
+            )
+        if not diag_zero.any() and np.linalg.eigvalsh(gamma).min() <= 0:
+            raise ValueError("coef_precision must be positive definite (or all zeros for flat).")
+        p["gamma"] = gamma
+        p["tau"] = float(C.check_positive_precision(intercept_precision, "intercept_precision"))
+    return p
+
+
+def _gaussian_logpdf(x, precision):
+    if np.all(precision == 0):
+        return 0.0
+    precision = np.atleast_2d(precision)
+    x = np.atleast_1d(x)
+    _, logdet = np.linalg.slogdet(precision)
+    return 0.5 * (logdet - x @ precision @ x - len(x) * np.log(2 * np.pi))
+
+
+# ------------------------------------------------------- shared M/E pieces
+def _log_confusion(sens, spec):
+    """(annotator, true_class, label_class) log probabilities; class 1 positive.
+
+    Probabilities are kept within [1e-12, 1 - 1e-12] so that a maximum-likelihood
+    fit (flat priors) with an annotator who is never wrong stays finite.
+    """
+    sens = np.clip(sens, C.PROB_FLOOR, 1 - C.PROB_FLOOR)
+    spec = np.clip(spec, C.PROB_FLOOR, 1 - C.PROB_FLOOR)
+    return np.log(np.stack([
+        np.stack([spec, 1 - spec], axis=-1),
+        np.stack([1 - sens, sens], axis=-1),
+    ], axis=1))
+
+
+def _log_prior_classes(params, features):
+    if features is None:
+        prev = params["prevalence"]
+        prev = np.clip(prev, C.PROB_FLOOR, 1 - C.PROB_FLOOR)
+        return np.array([np.log1p(-prev), np.log(prev)])[None, :]
+    eta = features @ params["coef"] + params["intercept"]
+    return np.stack([log_expit(-eta), log_expit(eta)], axis=1)
+
+
+def _joint(annotations, params):
+    log_conf = _log_confusion(params["sensitivity"], params["specificity"])
+    return C.item_joint_np(log_conf, annotations) + _log_prior_classes(
+        params, annotations.features)
+
+
+def _log_prior_params(params, pri):
+    lp = C.beta_logpdf_nojac(params["sensitivity"], *pri["sens"]).sum()
+    lp += C.beta_logpdf_nojac(params["specificity"], *pri["spec"]).sum()
+    if "prevalence" in params:
+        lp += C.beta_logpdf_nojac(params["prevalence"], *pri["prev"])
+    else:
+        lp += _gaussian_logpdf(params["coef"], pri["gamma"])
+        lp += _gaussian_logpdf(params["intercept"], pri["tau"])
+    return float(lp)
+
+
+def _fit_logistic(features, target, gamma, tau, start=None, tol=1e-12, max_iter=100):
+    """MAP logistic regression on soft labels by Newton-Raphson (Raykar eq. 16).
+
+    Maximises sum_i [t_i log s(eta_i) + (1 - t_i) log s(-eta_i)]
+    - 1/2 coef' gamma coef - 1/2 tau intercept^2.
+    """
+    n, d = features.shape
+    X = np.hstack([features, np.ones((n, 1))])
+    P = np.zeros((d + 1, d + 1))
+    P[:d, :d] = gamma
+    P[d, d] = tau
+    theta = np.zeros(d + 1) if start is None else np.asarray(start, dtype=float).copy()
+    for _ in range(max_iter):
+        p = expit(X @ theta)
+        grad = X.T @ (target - p) - P @ theta
+        hess = (X * (p * (1 - p))[:, None]).T @ X + P
+        try:
+            step = np.linalg.solve(hess, grad)
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(hess, grad, rcond=None)[0]
+        theta = theta + step
+        if np.max(np.abs(step)) < tol:
+            break
+    return theta[:d], theta[d]
+
+
+def _m_step(annotations, mu, pri, previous=None):
+    """Raykar eqs. (14) and (16): MAP updates given P(z_i = 1) = mu."""
+    y = annotations.labels.astype(float)
+    j = annotations.annotator_idx
+    m = mu[annotations.item_idx]
+    J = annotations.n_annotators
+    a1, b1 = pri["sens"]
+    a0, b0 = pri["spec"]
+    pos_num = np.bincount(j, weights=m * y, minlength=J) + a1 - 1
+    pos_den = np.bincount(j, weights=m, minlength=J) + a1 + b1 - 2
+    neg_num = np.bincount(j, weights=(1 - m) * (1 - y), minlength=J) + a0 - 1
+    neg_den = np.bincount(j, weights=1 - m, minlength=J) + a0 + b0 - 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        params = {
+            "sensitivity": np.where(pos_den > 0, pos_num / pos_den, 0.5),
+            "specificity": np.where(neg_den > 0, neg_num / neg_den, 0.5),
+        }
+    if annotations.features is None:
+        a, b = pri["prev"]
+        params["prevalence"] = (mu.sum() + a - 1) / (len(mu) + a + b - 2)
+    else:
+        start = None
+        if previous is not None:
+            start = np.append(previous["coef"], previous["intercept"])
+        params["coef"], params["intercept"] = _fit_logistic(
+            annotations.features, mu, pri["gamma"], pri["tau"], start=start)
+    return params
+
+
+def _beta_posterior(annotations, mu, pri):
+    """Raykar sec. 7.1: Beta(a + sum mu y, b + sum mu (1 - y)) for sensitivity, and
+    likewise with 1 - mu and 1 - y for specificity, given the soft labels."""
+    y = annotations.labels.astype(float)
+    j = annotations.annotator_idx
+    m = mu[annotations.item_idx]
+    J = annotations.n_annotators
+    a1, b1 = pri["sens"]
+    a0, b0 = pri["spec"]
+    return {
+        "sensitivity_alpha": a1 + np.bincount(j, weights=m * y, minlength=J),
+        "sensitivity_beta": b1 + np.bincount(j, weights=m * (1 - y), minlength=J),
+        "specificity_alpha": a0 + np.bincount(j, weights=(1 - m) * (1 - y), minlength=J),
+        "specificity_beta": b0 + np.bincount(j, weights=(1 - m) * y, minlength=J),
+    }
+
+
+_DIMS = {
+    "sensitivity": (D.ANNOTATOR,),
+    "specificity": (D.ANNOTATOR,),
+    "prevalence": (),
+    "coef": (D.FEATURE,),
+    "intercept": (),
+    "item_class_prob": (D.ITEM, D.TRUE_CLASS),
+}
+
+
+def _start(annotations, pri):
+    """The majority-vote start shared by :func:`em` and :func:`build_model`."""
+    mu = majority_vote(annotations).values[:, 1]
+    return _m_step(annotations, mu, pri)
+
+
+# ----------------------------------------------------------------- factory
+def build_model(
+    annotations: Annotations,
+    *,
+    sensitivity_prior=DEFAULT_PRIORS["sensitivity_prior"],
+    specificity_prior=DEFAULT_PRIORS["specificity_prior"],
+    prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+) -> pm.Model:
+    """The two-coin model as a PyMC model, true labels summed out.
+
+    Parameters
+    ----------
+    annotations : Annotations with two classes (the second is positive); with
+        features, the truth is a logistic regression on them.
+    sensitivity_prior, specificity_prior : (a, b)
+        Beta priors; a and b may be arrays over annotators.
+    prevalence_prior : (a, b)
+        Beta prior on P(truth positive), used without features.
+    coef_precision : number, array (feature,) or matrix (feature, feature)
+        Gaussian prior precision Gamma of the classifier weights; 0 = flat.
+    intercept_precision : number
+        Gaussian prior precision of the intercept; 0 = flat.
+
+    Variables: ``sensitivity``, ``specificity`` (annotator); ``prevalence`` or
+    ``coef`` (feature) and ``intercept``; deterministic ``item_class_prob``
+    (item, true_class); observed ``labels`` (item) whose log-density is each
+    item's marginal log-likelihood. ``model.crowd_start`` holds the
+    majority-vote start that :func:`em` uses (``fit_map`` starts there).
+    """
+    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
+                  coef_precision, intercept_precision)
+    start = _start(annotations, pri)
+    with pm.Model(coords=annotations.coords()) as model:
+        sens = pm.Beta("sensitivity", *pri["sens"], dims=D.ANNOTATOR)
+        spec = pm.Beta("specificity", *pri["spec"], dims=D.ANNOTATOR)
+        log_conf = pt.log(pt.stack([
+            pt.stack([spec, 1 - spec], axis=-1),
+            pt.stack([1 - sens, sens], axis=-1),
+        ], axis=1))
+        if annotations.features is None:
+            prev = pm.Beta("prevalence", *pri["prev"])
+            log_prior = pt.stack([pt.log1p(-prev), pt.log(prev)])[None, :]
+        else:
+            X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
+            gamma, tau = pri["gamma"], pri["tau"]
+            if np.all(gamma == 0):
+                coef = pm.Flat("coef", dims=D.FEATURE)
+            elif np.allclose(gamma, np.diag(np.diag(gamma))):
+                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(np.diag(gamma)),
+                                 dims=D.FEATURE)
+            else:
+                coef = pm.MvNormal("coef", mu=np.zeros(len(gamma)), tau=gamma,
+                                   dims=D.FEATURE)
+            if tau == 0:
+                intercept = pm.Flat("intercept")
+            else:
+                intercept = pm.Normal("intercept", 0.0, sigma=1 / np.sqrt(tau))
+            eta = X @ coef + intercept
+            log_prior = pt.stack([-pt.softplus(eta), -pt.softplus(-eta)], axis=1)
+        joint = C.item_joint(log_conf, annotations) + log_prior
+        C.add_item_likelihood(joint, annotations)
+    model.crowd_start = start
+    return model
+
+
+# ---------------------------------------------------------------------- EM
+def em(
+    annotations: Annotations,
+    *,
+    sensitivity_prior=DEFAULT_PRIORS["sensitivity_prior"],
+    specificity_prior=DEFAULT_PRIORS["specificity_prior"],
+    prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    tol: float = 1e-10,
+    max_iter: int = 10_000,
+) -> xr.Dataset:
+    """Raykar et al.'s MAP-EM, from the majority-vote start.
+
+    E-step: P(z_i = 1 | labels, parameters) (eqs. 15/17). M-step: closed-form
+    sensitivity, specificity (eq. 14) and prevalence; Newton-Raphson for the
+    classifier with its Gaussian prior (eq. 16). Iterates until no parameter
+    moves by more than ``tol``.
+
+    Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
+    ``sensitivity``, ``specificity``, ``prevalence`` or ``coef``/``intercept``,
+    ``item_class_prob``; the Beta approximations of sec. 7.1
+    (``sensitivity_alpha``/``_beta``, ``specificity_alpha``/``_beta``); and
+    ``n_labels``. ``attrs`` hold ``log_posterior`` (the quantity find_MAP
+    maximises), ``log_likelihood``, ``n_iter`` and ``converged``.
+    """
+    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
+                  coef_precision, intercept_precision)
+    params = _start(annotations, pri)
+    converged = False
+    for n_iter in range(1, max_iter + 1):
+        prob, _ = C.posterior_from_joint(_joint(annotations, params))
+        new = _m_step(annotations, prob[:, 1], pri, previous=params)
+        change = max(np.max(np.abs(np.asarray(new[k]) - np.asarray(params[k]))) for k in new)
+        params = new
+        if change < tol:
+            converged = True
+            break
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    loglik = float(item_ll.sum())
+    extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, prob[:, 1],
+                                                                 pri).items()}
+    extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())
+    return C.em_dataset(
+        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
+        attrs={
+            "family": "two_coin", "method": "em", "log_likelihood": loglik,
+            "log_posterior": loglik + _log_prior_params(params, pri),
+            "n_iter": n_iter, "converged": int(converged),
+        },
+    )
+
+
+def decoupled(annotations: Annotations, **priors) -> xr.Dataset:
+    """The two-stage baseline of sec. 6.4: estimate the truth without features,
+    then fit the logistic regression to those soft labels.
+
+    Returns the no-feature EM fit with ``coef`` and ``intercept`` added (fitted
+    with ``coef_precision``/``intercept_precision``).
+    """
+    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    if annotations.features is None:
+        raise ValueError("decoupled() needs annotations with features.")
+    pri = _priors(annotations, **{**DEFAULT_PRIORS, **priors})
+    first = em(annotations.with_features(None), **{
+        k: v for k, v in priors.items() if k not in ("coef_precision", "intercept_precision")})
+    mu = first["item_class_prob"].values[0, 0, :, 1]
+    coef, intercept = _fit_logistic(annotations.features, mu, pri["gamma"], pri["tau"])
+    coords = {D.FEATURE: annotations.feature_names}
+    return first.assign(
+        coef=((D.CHAIN, D.DRAW, D.FEATURE), coef[None, None]),
+        intercept=((D.CHAIN, D.DRAW), np.reshape(intercept, (1, 1))),
+    ).assign_coords(coords).assign_attrs(method="decoupled")
+
+
+def predict(fit, features) -> np.ndarray:
+    """P(truth positive | x) from a fitted classifier, averaged over the fit's draws.
+
+    ``fit``: an EM Dataset or a MAP/NUTS DataTree with ``coef`` and ``intercept``;
+    ``features``: (item, feature) array or DataFrame in the fit's feature order.
+    """
+    post = fit.posterior.to_dataset() if hasattr(fit, "posterior") else fit
+    if "coef" not in post:
+        raise ValueError("this fit has no classifier (it was fitted without features).")
+    X = np.asarray(features, dtype=float)
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(D.FEATURE, "sample").values
+    if X.ndim != 2 or X.shape[1] != coef.shape[0]:
+        raise ValueError(
+            f"features must be (item, {coef.shape[0]}) like the fit's, got shape {X.shape}.")
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
+    return expit(X @ coef + intercept).mean(axis=1)
+
+
+# ---------------------------------------------------------------- simulate
+def simulate(
+    sensitivity,
+    specificity,
+    *,
+    n_items: int | None = None,
+    features=None,
+    n_features: int = 0,
+    coef=None,
+    intercept: float = 0.0,
+    prevalence: float = 0.5,
+    true_labels=None,
+    labels_per_item: int | None = None,
+    rng=None,
+) -> Annotations:
+    """Annotations drawn from the two-coin model, with the truth kept.
+
+    The truth comes from ``true_labels`` if given (e.g. real gold labels, as in
+    Raykar sec. 7.1), else from the classifier when there are features
+    (``features`` given, or ``n_features`` standard-normal ones; ``coef`` drawn
+    N(0, 1) if not given), else from ``prevalence``. Each item is labelled by
+    every annotator, or by ``labels_per_item`` annotators drawn at random
+    without replacement. ``gold`` holds the true labels; ``truth`` holds the
+    true parameters.
+    """
+    rng = np.random.default_rng(rng)
+    sens = np.asarray(sensitivity, dtype=float)
+    spec = np.asarray(specificity, dtype=float)
+    if sens.ndim != 1 or sens.shape != spec.shape:
+        raise ValueError("sensitivity and specificity must be 1-D and of the same length.")
+    if np.any((sens < 0) | (sens > 1) | (spec < 0) | (spec > 1)):
+        raise ValueError("sensitivity and specificity must lie in [0, 1].")
+    J = len(sens)
+    if features is not None:
+        X = np.asarray(features, dtype=float)
+    elif n_features:
+        if n_items is None:
+            raise ValueError("give n_items (or features).")
+        X = rng.standard_normal((n_items, n_features))
+    else:
+        X = None
+    if n_items is None:
+        n_items = len(X) if X is not None else (None if true_labels is None else
+                                                len(true_labels))
+    if n_items is None:
+        raise ValueError("give n_items, features or true_labels.")
+    truth = {"sensitivity": ((D.ANNOTATOR,), sens), "specificity": ((D.ANNOTATOR,), spec)}
+    if true_labels is not None:
+        z = np.asarray(true_labels).astype(int)
+        if z.shape != (n_items,) or not np.isin(z, (0, 1)).all():
+            raise ValueError("true_labels must be n_items values in {0, 1}.")
+    elif X is not None:
+        w = rng.standard_normal(X.shape[1]) if coef is None else np.asarray(coef, dtype=float)
+        z = (rng.random(n_items) < expit(X @ w + intercept)).astype(int)
+        truth["coef"] = ((D.FEATURE,), w)
+        truth["intercept"] = ((), float(intercept))
+    else:
+        z = (rng.random(n_items) < prevalence).astype(int)
+        truth["prevalence"] = ((), float(prevalence))
+    if labels_per_item is None:
+        item_idx = np.repeat(np.arange(n_items), J)
+        ann_idx = np.tile(np.arange(J), n_items)
+    else:
+        if not 1 <= labels_per_item <= J:
+            raise ValueError(f"labels_per_item must be between 1 and {J}.")
+        ranks = np.argsort(rng.random((n_items, J)), axis=1)[:, :labels_per_item]
+        item_idx = np.repeat(np.arange(n_items), labels_per_item)
+        ann_idx = ranks.ravel()
+    p_pos = np.where(z[item_idx] == 1, sens[ann_idx], 1 - spec[ann_idx])
+    y = (rng.random(len(item_idx)) < p_pos).astype(int)
+    frame = pd.DataFrame({"item": item_idx, "annotator": [f"annotator_{j}" for j in ann_idx],
+                          "label": y})
+    ann = Annotations.from_frame(frame, classes=[0, 1], features=X,
+                                 gold=pd.Series(z, index=np.arange(n_items)))
+    names = pd.Index([f"annotator_{j}" for j in range(J)])
+    order = names.get_indexer(ann.annotators)  # first-appearance order of the table
+    ds = xr.Dataset({k: v for k, v in truth.items()},
+                    coords={D.ANNOTATOR: names} | (
+                        {D.FEATURE: ann.feature_names} if "coef" in truth else {}))
+    ds = ds.isel({D.ANNOTATOR: order}).assign_coords({D.ANNOTATOR: ann.annotators})
+    return replace(ann, truth=ds)

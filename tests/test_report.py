@@ -1,0 +1,648 @@
+"""Tests of crowd_models.report against values computed independently by hand.
+
+Fits are built by hand as xarray objects with known draws, so that every
+number in a table or a plot can be checked against numpy/scipy directly.
+"""
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from matplotlib.collections import LineCollection
+from scipy import stats
+from scipy.special import logit
+
+from crowd_models import report
+from crowd_models.data import Annotations
+
+matplotlib.use("Agg")
+
+ANNOTATORS = ["ann_b", "ann_a", "ann_c"]  # deliberately not sorted
+
+
+@pytest.fixture
+def rng():
+    """A seeded generator.
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
+    return np.random.default_rng(20090614)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every figure a test opened."""
+    yield
+    plt.close("all")
+
+
+# ------------------------------------------------------------ fake fits
+def draws_fit(rng, n_chains=2, n_draws=60, with_precision=True):
+    """A NUTS-like posterior Dataset with known draws.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_chains, n_draws : int
+    with_precision : bool
+        Add a generic per-annotator ``precision`` variable.
+
+    Returns
+    -------
+    ds : xarray.Dataset
+        The posterior.
+    raw : dict
+        The numpy draws by name, each (chain, draw, annotator).
+    """
+    J = len(ANNOTATORS)
+    shape = (n_chains, n_draws, J)
+    raw = {
+        "sensitivity": rng.beta([8, 5, 3], [2, 3, 4], size=shape),
+        "specificity": rng.beta([9, 4, 2], [1, 3, 3], size=shape),
+    }
+    if with_precision:
+        raw["precision"] = rng.gamma(3.0, [1.0, 2.0, 0.5], size=shape)
+    data = {k: (("chain", "draw", "annotator"), v) for k, v in raw.items()}
+    data["prevalence"] = (("chain", "draw"), rng.random((n_chains, n_draws)))
+    data["item_class_prob"] = (("chain", "draw", "item", "true_class"),
+                               rng.dirichlet([1, 1], size=(n_chains, n_draws, 4)))
+    ds = xr.Dataset(data, coords={"chain": np.arange(n_chains), "draw": np.arange(n_draws),
+                                  "annotator": ANNOTATORS, "item": list("wxyz"),
+                                  "true_class": [0, 1]})
+    return ds, raw
+
+
+def as_tree(posterior, n_labels=None):
+    """Wrap a posterior Dataset in a DataTree like fit_map/sample return.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+    n_labels : sequence of int, optional
+        Stored in ``constant_data`` by annotator, in ANNOTATORS order.
+
+    Returns
+    -------
+    xarray.DataTree
+    """
+    groups = {"posterior": posterior}
+    if n_labels is not None:
+        groups["constant_data"] = xr.Dataset(
+            {"n_labels": ("annotator", np.asarray(n_labels))},
+            coords={"annotator": ANNOTATORS})
+    return xr.DataTree.from_dict(groups)
+
+
+def point_fit(sens, spec, beta=None, n_labels=None):
+    """An EM-like one-draw Dataset.
+
+    Parameters
+    ----------
+    sens, spec : sequence of float
+        Point estimates by annotator (ANNOTATORS order).
+    beta : dict, optional
+        ``sensitivity_alpha`` etc. (annotator,), as EM stores them.
+    n_labels : sequence of int, optional
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    data = {
+        "sensitivity": (("chain", "draw", "annotator"), np.asarray(sens)[None, None]),
+        "specificity": (("chain", "draw", "annotator"), np.asarray(spec)[None, None]),
+    }
+    for name, value in (beta or {}).items():
+        data[name] = ("annotator", np.asarray(value, dtype=float))
+    if n_labels is not None:
+        data["n_labels"] = ("annotator", np.asarray(n_labels))
+    return xr.Dataset(data, coords={"chain": [0], "draw": [0], "annotator": ANNOTATORS})
+
+
+BETA = {
+    "sensitivity_alpha": [30.0, 12.5, 4.0],
+    "sensitivity_beta": [3.0, 6.5, 5.0],
+    "specificity_alpha": [40.0, 9.0, 2.5],
+    "specificity_beta": [2.0, 4.0, 3.5],
+}
+
+
+def beta_modes():
+    """Modes of the BETA approximations: the EM point estimates they go with.
+
+    Returns
+    -------
+    sens, spec : numpy.ndarray
+    """
+    a, b = np.array(BETA["sensitivity_alpha"]), np.array(BETA["sensitivity_beta"])
+    c, d = np.array(BETA["specificity_alpha"]), np.array(BETA["specificity_beta"])
+    return (a - 1) / (a + b - 2), (c - 1) / (c + d - 2)
+
+
+# ------------------------------------------------------- annotator_summary
+def expected_stats(draws, ci_prob):
+    """Pooled mean, sd (ddof=1) and equal-tailed quantiles of (chain, draw, J) draws.
+
+    Parameters
+    ----------
+    draws : numpy.ndarray
+    ci_prob : float
+
+    Returns
+    -------
+    dict of numpy.ndarray
+    """
+    flat = draws.reshape(-1, draws.shape[-1])
+    return {
+        "mean": flat.mean(0),
+        "sd": flat.std(0, ddof=1),
+        "lower": np.quantile(flat, (1 - ci_prob) / 2, axis=0),
+        "upper": np.quantile(flat, (1 + ci_prob) / 2, axis=0),
+    }
+
+
+@pytest.mark.parametrize("ci_prob", [0.9, 0.5])
+def test_summary_of_draws_matches_numpy(rng, ci_prob):
+    ds, raw = draws_fit(rng)
+    table = report.annotator_summary(as_tree(ds, n_labels=[10, 20, 30]), ci_prob=ci_prob)
+    assert list(table.index) == ANNOTATORS
+    assert table.index.name == "annotator"
+    expected_columns = [f"{m}_{s}" for m in ("sensitivity", "specificity", "weight", "precision")
+                        for s in ("mean", "sd", "lower", "upper")] + ["n_labels"]
+    assert list(table.columns) == expected_columns
+    raw["weight"] = logit(raw["sensitivity"]) + logit(raw["specificity"])
+    for measure, draws in raw.items():
+        for stat, value in expected_stats(draws, ci_prob).items():
+            np.testing.assert_allclose(table[f"{measure}_{stat}"].to_numpy(), value,
+                                       rtol=1e-12, err_msg=f"{measure}_{stat}")
+    assert table["n_labels"].tolist() == [10, 20, 30]
+    assert table["n_labels"].dtype == np.int64
+
+
+def test_summary_same_for_dataset_and_tree(rng):
+    ds, _ = draws_fit(rng)
+    from_dataset = report.annotator_summary(ds)
+    from_tree = report.annotator_summary(as_tree(ds))
+    pd.testing.assert_frame_equal(from_dataset, from_tree)
+    assert from_dataset["n_labels"].isna().all()  # not recorded by either
+
+
+def test_summary_weight_of_transposed_draws(rng):
+    ds, raw = draws_fit(rng, with_precision=False)
+    table = report.annotator_summary(ds.transpose("annotator", "draw", "chain", ...))
+    weight = logit(raw["sensitivity"]) + logit(raw["specificity"])
+    np.testing.assert_allclose(table["weight_mean"], weight.reshape(-1, 3).mean(0))
+    assert "precision_mean" not in table
+
+
+def test_summary_generic_measure_only(rng):
+    ds, raw = draws_fit(rng)
+    table = report.annotator_summary(ds[["precision", "prevalence"]])
+    assert list(table.columns) == ["precision_mean", "precision_sd", "precision_lower",
+                                   "precision_upper", "n_labels"]
+    np.testing.assert_allclose(table["precision_mean"], raw["precision"].reshape(-1, 3).mean(0))
+
+
+def test_summary_rank_by_sorts_descending_and_default_keeps_order(rng):
+    ds, raw = draws_fit(rng)
+    weight = (logit(raw["sensitivity"]) + logit(raw["specificity"])).reshape(-1, 3).mean(0)
+    table = report.annotator_summary(ds, rank_by="weight_mean")
+    assert list(table.index) == [ANNOTATORS[i] for i in np.argsort(-weight)]
+    assert table["weight_mean"].is_monotonic_decreasing
+    assert list(report.annotator_summary(ds).index) == ANNOTATORS
+
+
+def test_summary_rank_by_unknown_column(rng):
+    ds, _ = draws_fit(rng)
+    with pytest.raises(ValueError, match=r"rank_by='quality' is not a column.*weight_mean"):
+        report.annotator_summary(ds, rank_by="quality")
+
+
+@pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, float("nan"), "0.9", True, None])
+def test_summary_rejects_bad_ci_prob(rng, bad):
+    ds, _ = draws_fit(rng)
+    with pytest.raises(ValueError, match="ci_prob must be"):
+        report.annotator_summary(ds, ci_prob=bad)
+
+
+def test_summary_without_annotator_measures(rng):
+    ds, _ = draws_fit(rng)
+    with pytest.raises(ValueError, match="no per-annotator variable.*item_class_prob"):
+        report.annotator_summary(ds[["prevalence", "item_class_prob"]])
+
+
+def test_summary_single_draw_without_beta_is_point_and_nan():
+    sens, spec = [0.9, 0.7, 0.6], [0.95, 0.8, 0.4]
+    fit = as_tree(point_fit(sens, spec), n_labels=[5, 6, 7])
+    table = report.annotator_summary(fit)
+    np.testing.assert_allclose(table["sensitivity_mean"], sens)
+    np.testing.assert_allclose(table["specificity_mean"], spec)
+    np.testing.assert_allclose(table["weight_mean"], logit(sens) + logit(spec))
+    for m in ("sensitivity", "specificity", "weight"):
+        for s in ("sd", "lower", "upper"):
+            assert table[f"{m}_{s}"].isna().all(), f"{m}_{s}"
+    assert table["n_labels"].tolist() == [5, 6, 7]
+
+
+@pytest.mark.parametrize("ci_prob", [0.9, 0.6])
+def test_summary_em_beta_intervals_match_scipy(ci_prob):
+    sens, spec = beta_modes()
+    fit = point_fit(sens, spec, beta=BETA, n_labels=[40, 20, 9])
+    table = report.annotator_summary(fit, ci_prob=ci_prob)
+    tail = (1 - ci_prob) / 2
+    for m in ("sensitivity", "specificity"):
+        a, b = np.array(BETA[f"{m}_alpha"]), np.array(BETA[f"{m}_beta"])
+        np.testing.assert_allclose(table[f"{m}_sd"], stats.beta.std(a, b), rtol=1e-12)
+        np.testing.assert_allclose(table[f"{m}_lower"], stats.beta.ppf(tail, a, b), rtol=1e-12)
+        np.testing.assert_allclose(table[f"{m}_upper"], stats.beta.ppf(1 - tail, a, b),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(table["sensitivity_mean"], sens)  # the point estimate
+    assert table["n_labels"].tolist() == [40, 20, 9]
+
+
+def test_summary_em_weight_is_monte_carlo_from_the_betas():
+    sens, spec = beta_modes()
+    fit = point_fit(sens, spec, beta=BETA)
+    table = report.annotator_summary(fit)
+    np.testing.assert_allclose(table["weight_mean"], logit(sens) + logit(spec))
+    # an independent, much larger Monte Carlo of the same quantity
+    big = np.random.default_rng(1)
+    n = 400_000
+    w = (logit(big.beta(BETA["sensitivity_alpha"], BETA["sensitivity_beta"], size=(n, 3)))
+         + logit(big.beta(BETA["specificity_alpha"], BETA["specificity_beta"], size=(n, 3))))
+    sd = w.std(0, ddof=1)
+    np.testing.assert_allclose(table["weight_sd"], sd, rtol=0.05)
+    np.testing.assert_allclose(table["weight_lower"], np.quantile(w, 0.05, axis=0),
+                               atol=0.1 * sd)
+    np.testing.assert_allclose(table["weight_upper"], np.quantile(w, 0.95, axis=0),
+                               atol=0.1 * sd)
+    # fixed seed: the table is reproducible
+    pd.testing.assert_frame_equal(table, report.annotator_summary(fit))
+
+
+def test_summary_many_draws_ignore_beta_approximation(rng):
+    ds, raw = draws_fit(rng, with_precision=False)
+    ds = ds.assign({k: ("annotator", v) for k, v in BETA.items()})
+    table = report.annotator_summary(ds)
+    np.testing.assert_allclose(table["sensitivity_sd"],
+                               raw["sensitivity"].reshape(-1, 3).std(0, ddof=1))
+
+
+# ---------------------------------------------------------- plot_annotators
+def artist(ax, gid):
+    """The one artist of an Axes with a given gid.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    gid : str
+
+    Returns
+    -------
+    matplotlib artist
+    """
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert len(found) == 1, f"{len(found)} artists with gid {gid!r}"
+    return found[0]
+
+
+def test_plot_annotators_points_bars_truth_labels(rng):
+    ds, raw = draws_fit(rng)
+    fit = as_tree(ds, n_labels=[50, 80, 20])
+    truth = xr.Dataset({"sensitivity": ("annotator", [0.8, 0.6, 0.4]),
+                        "specificity": ("annotator", [0.9, 0.55, 0.45])},
+                       coords={"annotator": ANNOTATORS})
+    ax = report.plot_annotators(fit, truth=truth, label_top=2)
+    est = artist(ax, "estimates").get_offsets()
+    expected = np.column_stack([1 - raw["specificity"].reshape(-1, 3).mean(0),
+                                raw["sensitivity"].reshape(-1, 3).mean(0)])
+    np.testing.assert_allclose(est, expected)
+    true_points = artist(ax, "truth").get_offsets()
+    np.testing.assert_allclose(true_points, [[0.1, 0.8], [0.45, 0.6], [0.55, 0.4]])
+    links = artist(ax, "truth_links").get_segments()
+    assert len(links) == 3
+    np.testing.assert_allclose([s[0] for s in links], expected)
+    np.testing.assert_allclose([s[1] for s in links], true_points)
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)
+            and c.get_gid() != "truth_links"]
+    assert len(bars) == 2 and all(len(b.get_segments()) == 3 for b in bars)
+    assert sorted(t.get_text() for t in ax.texts) == ["ann_a", "ann_b"]
+    chance = artist(ax, "chance")
+    np.testing.assert_allclose(chance.get_xydata(), [[0, 0], [1, 1]])
+    assert ax.get_xlim() == (0, 1) and ax.get_ylim() == (0, 1)
+    assert ax.get_xlabel() == "1 - specificity (false positive rate)"
+    assert ax.get_ylabel() == "sensitivity (true positive rate)"
+
+
+def test_plot_annotators_error_bars_are_the_intervals(rng):
+    ds, _ = draws_fit(rng)
+    table = report.annotator_summary(ds, ci_prob=0.8)
+    ax = report.plot_annotators(ds, ci_prob=0.8)
+    xbars, ybars = [c for c in ax.collections if isinstance(c, LineCollection)]
+    x_ends = np.sort([[s[0][0], s[1][0]] for s in xbars.get_segments()], axis=1)
+    y_ends = np.sort([[s[0][1], s[1][1]] for s in ybars.get_segments()], axis=1)
+    np.testing.assert_allclose(x_ends, 1 - table[["specificity_upper",
+                                                  "specificity_lower"]].to_numpy())
+    np.testing.assert_allclose(y_ends, table[["sensitivity_lower",
+                                              "sensitivity_upper"]].to_numpy())
+
+
+def test_plot_annotators_single_draw_has_no_bars_and_uses_given_ax():
+    _, ax = plt.subplots()
+    fit = as_tree(point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4]))
+    out = report.plot_annotators(fit, ax=ax)
+    assert out is ax
+    assert not [c for c in ax.collections if isinstance(c, LineCollection)]
+    np.testing.assert_allclose(artist(ax, "estimates").get_offsets(),
+                               [[0.05, 0.9], [0.2, 0.7], [0.6, 0.6]])
+    assert not ax.texts
+
+
+def test_plot_annotators_em_beta_fit_has_bars():
+    sens, spec = beta_modes()
+    ax = report.plot_annotators(point_fit(sens, spec, beta=BETA))
+    assert len([c for c in ax.collections if isinstance(c, LineCollection)]) == 2
+
+
+def test_plot_annotators_truth_dict_aligned_by_id():
+    fit = point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4])
+    truth = {"sensitivity": pd.Series({"ann_c": 0.3, "ann_a": 0.2, "ann_b": 0.1}),
+             "specificity": np.array([0.5, 0.6, 0.7])}  # array: fit's annotator order
+    ax = report.plot_annotators(fit, truth=truth)
+    np.testing.assert_allclose(artist(ax, "truth").get_offsets(),
+                               [[0.5, 0.1], [0.4, 0.2], [0.3, 0.3]])
+
+
+def test_plot_annotators_needs_sensitivity_and_specificity(rng):
+    ds, _ = draws_fit(rng)
+    with pytest.raises(ValueError, match=r"needs sensitivity and specificity.*\['specificity'\]"):
+        report.plot_annotators(ds.drop_vars("specificity"))
+
+
+def test_plot_annotators_truth_errors():
+    fit = point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4])
+    with pytest.raises(ValueError, match="truth has no 'specificity'"):
+        report.plot_annotators(fit, truth={"sensitivity": [0.1, 0.2, 0.3]})
+    partial = pd.Series({"ann_a": 0.2, "ann_b": 0.1})
+    with pytest.raises(ValueError, match=r"no value for annotator\(s\) \['ann_c'\]"):
+        report.plot_annotators(fit, truth={"sensitivity": partial, "specificity": partial})
+    with pytest.raises(ValueError, match=r"one value per annotator \(3\), got shape \(2,\)"):
+        report.plot_annotators(fit, truth={"sensitivity": [0.1, 0.2],
+                                           "specificity": [0.1, 0.2, 0.3]})
+    with pytest.raises(TypeError, match="truth must be an xarray Dataset or a dict"):
+        report.plot_annotators(fit, truth=[0.1, 0.2, 0.3])
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True])
+def test_plot_annotators_label_top_must_be_count(bad):
+    fit = point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4], n_labels=[1, 2, 3])
+    with pytest.raises(ValueError, match="label_top must be a non-negative integer"):
+        report.plot_annotators(fit, label_top=bad)
+
+
+def test_plot_annotators_label_top_needs_n_labels():
+    fit = point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4])
+    with pytest.raises(ValueError, match="does not record"):
+        report.plot_annotators(fit, label_top=1)
+
+
+# ------------------------------------------------------------------- ROC
+def mann_whitney(scores, gold):
+    """P(positive scores above negative), ties 1/2, by enumerating all pairs.
+
+    Parameters
+    ----------
+    scores, gold : numpy.ndarray
+
+    Returns
+    -------
+    float
+    """
+    pos, neg = scores[gold == 1], scores[gold == 0]
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def test_roc_auc_equals_pairwise_mann_whitney_with_ties(rng):
+    for _ in range(20):
+        n = int(rng.integers(5, 120))
+        scores = rng.integers(0, 6, n).astype(float)  # many ties
+        gold = rng.integers(0, 2, n)
+        if gold.min() == gold.max():
+            continue
+        curve, auc = report.roc_curve(scores, gold)
+        assert auc == pytest.approx(mann_whitney(scores, gold), abs=1e-12)
+        assert len(curve) == len(np.unique(scores)) + 1
+
+
+def test_roc_curve_hand_example_with_a_tie():
+    curve, auc = report.roc_curve([0.3, 0.8, 0.9, 0.8], [0, 0, 1, 1])
+    np.testing.assert_allclose(curve["fpr"], [0, 0, 0.5, 1])
+    np.testing.assert_allclose(curve["tpr"], [0, 0.5, 1, 1])
+    np.testing.assert_allclose(curve["threshold"], [np.inf, 0.9, 0.8, 0.3])
+    assert auc == pytest.approx(0.875)
+    assert list(curve.columns) == ["fpr", "tpr", "threshold"]
+
+
+def test_roc_perfect_reversed_and_constant_scores(rng):
+    gold = rng.permutation(np.repeat([0, 1], 25))
+    scores = gold + rng.random(50) * 0.5
+    assert report.roc_curve(scores, gold)[1] == 1.0
+    assert report.roc_curve(-scores, gold)[1] == 0.0
+    curve, auc = report.roc_curve(np.ones(50), gold.astype(bool))
+    assert auc == 0.5
+    np.testing.assert_allclose(curve[["fpr", "tpr"]], [[0, 0], [1, 1]])
+
+
+def test_roc_matches_sklearn(rng):
+    metrics = pytest.importorskip("sklearn.metrics")
+    scores = np.round(rng.normal(size=300), 1)
+    gold = (rng.random(300) < 0.3).astype(int)
+    curve, auc = report.roc_curve(scores, gold)
+    fpr, tpr, thr = metrics.roc_curve(gold, scores, drop_intermediate=False)
+    np.testing.assert_allclose(curve["fpr"], fpr)
+    np.testing.assert_allclose(curve["tpr"], tpr)
+    np.testing.assert_allclose(curve["threshold"].iloc[1:], thr[1:])
+    assert auc == pytest.approx(metrics.roc_auc_score(gold, scores), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("scores", "gold", "match"),
+    [
+        ([0.1, 0.2, 0.3], [0, 1], "same length, got 3 scores and 2 gold"),
+        ([0.1, 0.2, 0.3], [0, 1, 2], r"binary.*\[2\]"),
+        ([0.1, 0.2], ["no", "yes"], "binary"),
+        ([0.1, 0.2, 0.3], [1, 1, 1], "both classes.*3 positive"),
+        ([0.1, np.nan, 0.3], [0, 1, 0], "1 NaN"),
+        ([[0.1, 0.2]], [0, 1], "scores must be 1-D"),
+        (["a", "b"], [0, 1], "scores must be numbers"),
+        ([0.1, 0.2], [0, np.nan], "binary"),
+    ],
+)
+def test_roc_curve_errors(scores, gold, match):
+    with pytest.raises(ValueError, match=match):
+        report.roc_curve(scores, gold)
+
+
+def test_plot_roc_one_line_per_curve_with_auc(rng):
+    gold = rng.integers(0, 2, 80)
+    noisy = gold + rng.normal(size=80)
+    curves = {"perfect": (gold + 0.1 * rng.random(80), gold), "noisy": (noisy, gold)}
+    ax = report.plot_roc(curves)
+    lines = [ln for ln in ax.get_lines() if ln.get_gid() != "chance"]
+    auc = report.roc_curve(noisy, gold)[1]
+    assert [ln.get_label() for ln in lines] == ["perfect (AUC = 1.000)",
+                                               f"noisy (AUC = {auc:.3f})"]
+    np.testing.assert_allclose(lines[1].get_xdata(), report.roc_curve(noisy, gold)[0]["fpr"])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [ln.get_label()
+                                                                  for ln in lines]
+    _, given = plt.subplots()
+    assert report.plot_roc(curves, ax=given) is given
+
+
+def test_plot_roc_errors():
+    with pytest.raises(ValueError, match="curves is empty"):
+        report.plot_roc({})
+    with pytest.raises(ValueError, match="curve 'm' must be a pair"):
+        report.plot_roc({"m": ([0.1, 0.2], [0, 1], "extra")})
+    with pytest.raises(ValueError, match="curve 'bad': gold must hold both classes"):
+        report.plot_roc({"bad": ([0.1, 0.2], [1, 1])})
+    with pytest.raises(TypeError, match="curves must be a dict"):
+        report.plot_roc([([0.1, 0.2], [0, 1])])
+
+
+# --------------------------------------------------------- soft_confusion
+MU = np.array([0.9, 0.8, 0.2, 0.1, 0.5])
+PRED = np.array([1, 0, 0, 1, 1])
+# by hand: sens = (0.9 + 0.1 + 0.5) / 2.5, spec = (0.2 + 0.8) / 2.5
+HAND = {"sensitivity": 0.6, "specificity": 0.4}
+
+
+def test_soft_confusion_hand_data_every_input_form(rng):
+    items = list("vwxyz")
+    probs = xr.DataArray(np.column_stack([1 - MU, MU]), dims=("item", "true_class"),
+                         coords={"item": items, "true_class": ["neg", "pos"]})
+    # draws whose average is MU exactly
+    noise = rng.normal(scale=0.05, size=(2, 3, 5))
+    noise -= noise.mean(axis=(0, 1))
+    drawn = np.clip(MU + noise, 0, 1)
+    drawn += MU - drawn.mean(axis=(0, 1))
+    draws = xr.DataArray(np.stack([1 - drawn, drawn], axis=-1),
+                         dims=("chain", "draw", "item", "true_class"),
+                         coords={"item": items})
+    fit = xr.Dataset({"item_class_prob": draws})
+    for form in (MU, MU.tolist(), np.column_stack([1 - MU, MU]), probs, draws, fit):
+        got = report.soft_confusion(PRED, form)
+        assert got == pytest.approx(HAND, abs=1e-12)
+    assert report.soft_confusion(PRED.astype(bool), MU) == pytest.approx(HAND)
+    shuffled = pd.Series(PRED, index=items).iloc[::-1]
+    assert report.soft_confusion(shuffled, probs) == pytest.approx(HAND)
+
+
+def test_soft_confusion_hard_labels_are_ordinary_rates():
+    truth = np.array([1, 1, 1, 0, 0, 0, 0])
+    pred = np.array([1, 1, 0, 0, 0, 0, 1])
+    assert report.soft_confusion(pred, truth.astype(float)) == pytest.approx(
+        {"sensitivity": 2 / 3, "specificity": 3 / 4})
+
+
+def test_soft_confusion_errors():
+    with pytest.raises(ValueError, match="predicted must be binary"):
+        report.soft_confusion([0, 1, 2, 1, 0], MU)
+    with pytest.raises(ValueError, match="predicted has 4 entries but item_class_prob has 5"):
+        report.soft_confusion([0, 1, 1, 0], MU)
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        report.soft_confusion(PRED, MU * 2)
+    with pytest.raises(ValueError, match="every item to one class"):
+        report.soft_confusion(PRED, np.zeros(5))
+    with pytest.raises(ValueError, match=r"mu \(item,\) or \(item, 2\)"):
+        report.soft_confusion(PRED, np.ones((5, 3)) / 3)
+    three = xr.DataArray(np.ones((5, 3)) / 3, dims=("item", "true_class"))
+    with pytest.raises(ValueError, match="needs two true classes"):
+        report.soft_confusion(PRED, three)
+    probs = xr.DataArray(np.column_stack([1 - MU, MU]), dims=("item", "true_class"),
+                         coords={"item": list("vwxyz")})
+    with pytest.raises(ValueError, match=r"no value for item\(s\) \['z'\]"):
+        report.soft_confusion(pd.Series(PRED[:4], index=list("vwxy")), probs)
+    with pytest.raises(ValueError, match=r"dims \(item, true_class\)"):
+        report.soft_confusion(PRED, xr.DataArray(MU, dims="item"))
+
+
+# ---------------------------------------------------------------- accuracy
+def gold_annotations(gold):
+    """Four items labelled by two annotators, with the given gold.
+
+    Parameters
+    ----------
+    gold : pandas.Series or None
+
+    Returns
+    -------
+    Annotations
+    """
+    frame = pd.DataFrame({"item": list("ppqqrrss"), "annotator": ["u", "v"] * 4,
+                          "label": ["cat", "dog", "dog", "dog", "cat", "cat", "dog", "cat"]})
+    return Annotations.from_frame(frame, gold=gold)
+
+
+PROBS = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6], [0.55, 0.45]])  # argmax: cat dog dog cat
+
+
+def test_accuracy_ignores_unknown_gold():
+    ann = gold_annotations(pd.Series({"p": "cat", "q": "cat", "r": "dog", "s": np.nan}))
+    probs = xr.DataArray(PROBS, dims=("item", "true_class"),
+                         coords={"item": list("pqrs"), "true_class": ["cat", "dog"]})
+    # p right, q wrong, r right; s unknown
+    assert report.accuracy(probs, ann) == pytest.approx(2 / 3)
+    assert report.accuracy(xr.DataArray(PROBS, dims=("item", "true_class")), ann) == (
+        pytest.approx(2 / 3))
+
+
+def test_accuracy_averages_draws_and_aligns_ids():
+    ann = gold_annotations(pd.Series({"p": "cat", "q": "dog", "r": "dog", "s": "dog"}))
+    # draw 0 says dog for p with 0.6, draw 1 says cat with 0.9: the mean says cat
+    p_draws = np.array([[[0.4, 0.6]], [[0.9, 0.1]]])
+    stack = np.broadcast_to(PROBS, (2, 1, 4, 2)).copy()
+    stack[:, :, 0, :] = p_draws[:, 0]
+    da = xr.DataArray(stack, dims=("chain", "draw", "item", "true_class"),
+                      coords={"item": list("pqrs"), "true_class": ["cat", "dog"]})
+    assert report.accuracy(da, ann) == pytest.approx(3 / 4)
+    # items and classes listed in another order: matched by id and name
+    shuffled = da.isel(item=[3, 1, 0, 2], true_class=[1, 0])
+    assert report.accuracy(shuffled, ann) == pytest.approx(3 / 4)
+    fit = as_tree(xr.Dataset({"item_class_prob": shuffled}))
+    assert report.accuracy(fit, ann) == pytest.approx(3 / 4)
+    assert report.accuracy(xr.Dataset({"item_class_prob": da}), ann) == pytest.approx(3 / 4)
+
+
+def test_accuracy_errors():
+    probs = xr.DataArray(PROBS, dims=("item", "true_class"),
+                         coords={"item": list("pqrs"), "true_class": ["cat", "dog"]})
+    with pytest.raises(ValueError, match="no gold labels"):
+        report.accuracy(probs, gold_annotations(None))
+    with pytest.raises(ValueError, match="no gold labels"):
+        report.accuracy(probs, gold_annotations(pd.Series({"p": np.nan})))
+    ann = gold_annotations(pd.Series({"p": "cat"}))
+    with pytest.raises(ValueError, match=r"no item_class_prob for item\(s\) \['s'\]"):
+        report.accuracy(probs.isel(item=[0, 1, 2]), ann)
+    with pytest.raises(ValueError, match=r"classes \['fox', 'dog'\] are not"):
+        report.accuracy(probs.assign_coords(true_class=["fox", "dog"]), ann)
+    with pytest.raises(ValueError, match="has 3 items, the annotations 4"):
+        report.accuracy(xr.DataArray(PROBS[:3], dims=("item", "true_class")), ann)
+    with pytest.raises(ValueError, match="has 3 classes, the annotations 2"):
+        report.accuracy(xr.DataArray(np.ones((4, 3)) / 3, dims=("item", "true_class")), ann)
+    with pytest.raises(ValueError, match="this fit has no item_class_prob"):
+        report.accuracy(point_fit([0.9, 0.7, 0.6], [0.95, 0.8, 0.4]), ann)
+    with pytest.raises(TypeError, match="expected a fit"):
+        report.accuracy(PROBS, ann)
+    with pytest.raises(TypeError, match="annotations must be Annotations"):
+        report.accuracy(probs, None)
+    continuous = Annotations.from_frame(
+        pd.DataFrame({"item": [1, 2], "annotator": ["u", "u"], "label": [0.5, 1.5]}),
+        continuous=True, gold=pd.Series({1: 0.4}))
+    with pytest.raises(ValueError, match="needs categorical annotations"):
+        report.accuracy(probs, continuous)
