@@ -530,7 +530,7 @@ def _binary(values, what: str) -> np.ndarray:
         bad = arr if num is None else arr[~np.isin(num, (0.0, 1.0))]
         raise ValueError(
             f"{what} must be binary (0/1 or bool); found other values such as "
-            f"{list(pd.unique(bad)[:5])}."
+            f"{pd.unique(bad)[:5].tolist()}."
         )
     return num.astype(np.int64)
 

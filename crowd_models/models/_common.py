@@ -8,7 +8,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln, logsumexp, xlog1py, xlogy
 
 from crowd_models import _dims as D
 from crowd_models.data import Annotations
@@ -66,7 +66,7 @@ def beta_prior(value, name: str, size: int | None = None) -> tuple[np.ndarray, n
 def beta_logpdf_nojac(x, a, b):
     """Beta log density (the form find_MAP maximises: no Jacobian term)."""
     return (
-        (a - 1) * np.log(x) + (b - 1) * np.log1p(-x)
+        xlogy(a - 1, x) + xlog1py(b - 1, -x)
         + gammaln(a + b) - gammaln(a) - gammaln(b)
     )
 

@@ -1,0 +1,49 @@
+"""Shared fixtures. PyTensor compiles each new graph once (10-35 s cold), so the
+models are built once per session and shared."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+RADIOLOGISTS = dict(
+    sensitivity=[0.90, 0.80, 0.57, 0.60, 0.55],
+    specificity=[0.95, 0.85, 0.62, 0.65, 0.58],
+)
+"""Raykar et al. (2009) sec. 7.1: five simulated radiologists."""
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20090614)
+
+
+@pytest.fixture(scope="session")
+def sim_features():
+    from crowd_models.models import two_coin
+
+    return two_coin.simulate(**RADIOLOGISTS, n_items=2000, n_features=5, intercept=-0.5,
+                             rng=np.random.default_rng(1))
+
+
+@pytest.fixture(scope="session")
+def sim_plain():
+    from crowd_models.models import two_coin
+
+    return two_coin.simulate(**RADIOLOGISTS, n_items=2000, prevalence=0.3,
+                             rng=np.random.default_rng(2))
+
+
+@pytest.fixture(scope="session")
+def rte():
+    import crowd_models as cm
+
+    return cm.datasets.load_rte()
+
+
+@pytest.fixture(scope="session")
+def rte_model(rte):
+    from crowd_models.models import two_coin
+
+    return two_coin.build_model(rte)

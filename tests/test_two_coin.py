@@ -1,0 +1,269 @@
+"""The two-coin family: marginal likelihood, EM, MAP = EM, simulator, NUTS."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+import crowd_models as cm
+from crowd_models.inference import label_switched_chains
+from crowd_models.models import two_coin
+
+from .conftest import RADIOLOGISTS
+
+PARAMS = ["sensitivity", "specificity", "item_class_prob"]
+
+
+def _tiny(features: bool):
+    # item "b" gets a repeated label from annotator "u"
+    df = pd.DataFrame({
+        "item": ["a", "a", "b", "b", "b", "c", "c", "d"],
+        "annotator": ["u", "v", "u", "u", "w", "v", "w", "u"],
+        "label": [1, 0, 1, 1, 0, 0, 0, 1],
+    })
+    x = None
+    if features:
+        x = pd.DataFrame({"f1": [0.5, -1.0, 2.0, 0.1], "f2": [1.0, 0.3, -0.7, 0.0]},
+                         index=["a", "b", "c", "d"])
+    return cm.Annotations.from_frame(df, classes=[0, 1], features=x)
+
+
+def _brute_force_loglik(ann, sens, spec, p_pos):
+    """log sum over every joint assignment of the true labels of all items."""
+    total = 0.0
+    for z in itertools.product([0, 1], repeat=ann.n_items):
+        z = np.array(z)
+        logp = np.sum(np.where(z == 1, np.log(p_pos), np.log1p(-p_pos)))
+        for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            if z[i] == 1:
+                logp += np.log(sens[j] if y == 1 else 1 - sens[j])
+            else:
+                logp += np.log(spec[j] if y == 0 else 1 - spec[j])
+        total += np.exp(logp)
+    return np.log(total)
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_marginal_loglik_matches_brute_force(features):
+    ann = _tiny(features)
+    model = two_coin.build_model(ann)
+    sens = np.array([0.9, 0.7, 0.6])
+    spec = np.array([0.8, 0.75, 0.55])
+    point = {"sensitivity_logodds__": np.log(sens / (1 - sens)),
+             "specificity_logodds__": np.log(spec / (1 - spec))}
+    if features:
+        coef, intercept = np.array([0.8, -1.2]), 0.3
+        point.update(coef=coef, intercept=intercept)
+        p_pos = expit(ann.features @ coef + intercept)
+        log_prior = (stats.norm.logpdf(coef, 0, 1).sum()
+                     + stats.norm.logpdf(intercept, 0, 10))
+    else:
+        point["prevalence_logodds__"] = np.log(0.35 / 0.65)
+        p_pos = np.full(ann.n_items, 0.35)
+        log_prior = stats.beta.logpdf(0.35, 2, 2)
+    log_prior += stats.beta.logpdf(sens, 3, 2).sum() + stats.beta.logpdf(spec, 3, 2).sum()
+    brute = _brute_force_loglik(ann, sens, spec, p_pos)
+    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    assert per_item.shape == (ann.n_items,)
+    np.testing.assert_allclose(per_item.sum(), brute, rtol=1e-12)
+    # the whole model: likelihood + priors, no Jacobian (what find_MAP maximises)
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, brute + log_prior, rtol=1e-12)
+
+
+def test_em_log_posterior_is_the_models(sim_plain):
+    fit = two_coin.em(sim_plain)
+    model = two_coin.build_model(sim_plain)
+    logp = model.compile_logp(jacobian=False)
+    post = {k: fit[k].values[0, 0] for k in ("sensitivity", "specificity", "prevalence")}
+    point = {f"{k}_logodds__": np.log(v / (1 - v)) for k, v in post.items()}
+    np.testing.assert_allclose(logp(point), fit.attrs["log_posterior"], rtol=1e-10)
+
+
+def _assert_map_equals_em(ann, names):
+    em_fit = two_coin.em(ann)
+    assert em_fit.attrs["converged"]
+    model = two_coin.build_model(ann)
+    map_fit = cm.fit_map(model)  # from the same majority-vote start as the EM
+    for name in names:
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-10)
+    return em_fit, map_fit
+
+
+def test_map_equals_em_with_features(sim_features):
+    em_fit, map_fit = _assert_map_equals_em(sim_features, PARAMS + ["coef", "intercept"])
+    assert map_fit.log_likelihood["labels"].sizes["item"] == 2000
+
+
+def test_map_equals_em_without_features(sim_plain):
+    _assert_map_equals_em(sim_plain, PARAMS + ["prevalence"])
+
+
+def test_em_recovers_simulation(sim_features):
+    fit = two_coin.em(sim_features)
+    truth = sim_features.truth
+    for name in ("sensitivity", "specificity"):
+        err = np.abs(fit[name].values[0, 0] - truth[name].values)
+        assert err.max() < 0.05, (name, err)
+    assert np.abs(fit["coef"].values[0, 0] - truth["coef"].values).max() < 0.25
+    acc = (fit["item_class_prob"].values[0, 0].argmax(1) == sim_features.gold).mean()
+    mv = cm.majority_vote(sim_features, hard=True, ties="first").values.argmax(1)
+    assert acc > (mv == sim_features.gold).mean() + 0.05
+
+
+def test_em_is_a_fixed_point_and_beta_approximation(sim_plain):
+    fit = two_coin.em(sim_plain)
+    mu = fit["item_class_prob"].values[0, 0, :, 1]
+    y, j, m = sim_plain.labels, sim_plain.annotator_idx, mu[sim_plain.item_idx]
+    # one more M-step (Raykar eq. 14 with the Beta(3, 2) prior) moves nothing
+    sens = (np.bincount(j, m * y) + 2) / (np.bincount(j, m) + 3)
+    np.testing.assert_allclose(fit["sensitivity"].values[0, 0], sens, atol=1e-8)
+    np.testing.assert_allclose(fit["sensitivity_alpha"].values, np.bincount(j, m * y) + 3)
+    np.testing.assert_allclose(fit["specificity_beta"].values,
+                               np.bincount(j, (1 - m) * y) + 2)
+    # the Beta mode equals the MAP estimate
+    a, b = fit["sensitivity_alpha"].values, fit["sensitivity_beta"].values
+    np.testing.assert_allclose((a - 1) / (a + b - 2), sens, atol=1e-8)
+
+
+def test_flat_priors_give_maximum_likelihood_without_nan(rte):
+    fit = two_coin.em(rte, **{k: v for k, v in two_coin.FLAT_PRIORS.items()
+                              if k.startswith(("sens", "spec", "prev"))})
+    prob = fit["item_class_prob"].values
+    assert np.isfinite(prob).all()
+    assert cm.report.accuracy(fit, rte) > 0.92
+
+
+def test_rte_accuracy(rte):
+    fit = two_coin.em(rte)
+    assert cm.report.accuracy(fit, rte) >= 0.925
+    mv = cm.majority_vote(rte, hard=True, ties="random", rng=0)
+    assert cm.report.accuracy(mv, rte) < 0.91
+
+
+def test_simulate_design_and_rates(rng):
+    sim = two_coin.simulate(**RADIOLOGISTS, n_items=20_000, labels_per_item=3, rng=rng)
+    assert sim.n_annotations == 60_000
+    per_item = np.bincount(sim.item_idx)
+    assert (per_item == 3).all()
+    pairs = sim.item_idx * sim.n_annotators + sim.annotator_idx
+    assert len(np.unique(pairs)) == len(pairs)  # drawn without replacement
+    z = sim.gold[sim.item_idx]
+    order = sim.annotators.get_indexer([f"annotator_{k}" for k in range(5)])
+    for k, j in enumerate(order):
+        rows = sim.annotator_idx == j
+        sens = sim.labels[rows & (z == 1)].mean()
+        spec = 1 - sim.labels[rows & (z == 0)].mean()
+        assert abs(sens - RADIOLOGISTS["sensitivity"][k]) < 0.03
+        assert abs(spec - RADIOLOGISTS["specificity"][k]) < 0.03
+    np.testing.assert_allclose(sim.truth["sensitivity"].sel(annotator="annotator_2"), 0.57)
+
+
+def test_simulate_with_given_truth_and_features(rng):
+    x = rng.standard_normal((50, 3))
+    z = rng.integers(0, 2, 50)
+    sim = two_coin.simulate(**RADIOLOGISTS, features=x, true_labels=z, rng=rng)
+    np.testing.assert_array_equal(sim.gold, z)
+    np.testing.assert_array_equal(sim.features, x)
+    assert "coef" not in sim.truth
+
+
+def test_decoupled_and_predict(sim_features):
+    dec = two_coin.decoupled(sim_features)
+    plain = two_coin.em(sim_features.with_features(None))
+    np.testing.assert_allclose(dec["item_class_prob"], plain["item_class_prob"])
+    joint = two_coin.em(sim_features)
+    x = sim_features.features
+    p = two_coin.predict(joint, x)
+    manual = expit(x @ joint["coef"].values[0, 0] + joint["intercept"].values[0, 0])
+    np.testing.assert_allclose(p, manual)
+    # both classifiers find the simulated direction
+    for fit in (dec, joint):
+        coef = fit["coef"].values[0, 0]
+        truth = sim_features.truth["coef"].values
+        assert coef @ truth / np.linalg.norm(coef) / np.linalg.norm(truth) > 0.95
+
+
+def test_bad_input():
+    three = cm.Annotations.from_frame(pd.DataFrame(
+        {"item": [1, 2, 3], "annotator": ["a", "b", "a"], "label": ["x", "y", "z"]}))
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        two_coin.build_model(three)
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        two_coin.em(three)
+    with pytest.raises(TypeError, match="expects an Annotations"):
+        two_coin.em(pd.DataFrame())
+    ann = _tiny(False)
+    with pytest.raises(ValueError, match="a >= 1 and b >= 1"):
+        two_coin.em(ann, sensitivity_prior=(0.5, 2))
+    with pytest.raises(TypeError, match="pair \\(a, b\\)"):
+        two_coin.em(ann, specificity_prior=3.0)
+    with pytest.raises(ValueError, match="one per annotator"):
+        two_coin.em(ann, sensitivity_prior=([2, 3], 2))
+    feats = _tiny(True)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        two_coin.em(feats, coef_precision=-1)
+    with pytest.raises(ValueError, match="mixes flat"):
+        two_coin.em(feats, coef_precision=[0.0, 1.0])
+    with pytest.raises(ValueError, match="positive definite"):
+        two_coin.em(feats, coef_precision=np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="2 features"):
+        two_coin.em(feats, coef_precision=[1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="needs annotations with features"):
+        two_coin.decoupled(ann)
+    with pytest.raises(ValueError, match="no classifier"):
+        two_coin.predict(two_coin.em(ann), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="between 1 and 5"):
+        two_coin.simulate(**RADIOLOGISTS, n_items=5, labels_per_item=6)
+
+
+def test_label_switch_check_flags_the_mirrored_chain():
+    ref = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.1, 0.9]])
+    chains = np.stack([ref, ref[:, ::-1], ref])[:, None]  # chain 1 mirrored
+    post = xr.Dataset({"item_class_prob": (("chain", "draw", "item", "true_class"),
+                                           np.repeat(chains, 3, axis=1))})
+    reference = xr.Dataset({"item_class_prob": (("item", "true_class"), ref)})
+    assert label_switched_chains(post, reference) == [1]
+
+
+@pytest.mark.slow
+def test_nuts_recovers_simulated_annotators():
+    sim = two_coin.simulate(**RADIOLOGISTS, n_items=600, prevalence=0.4,
+                            rng=np.random.default_rng(7))
+    idata = cm.sample(two_coin.build_model(sim), draws=1000, tune=1000, chains=4,
+                      random_seed=11, progressbar=False)
+    import arviz as az
+
+    summ = az.summary(idata, var_names=["sensitivity", "specificity", "prevalence"])
+    assert summ["r_hat"].max() <= 1.01
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    assert idata.attrs["label_switched_chains"] == []
+    covered = 0
+    for name in ("sensitivity", "specificity"):
+        draws = idata.posterior[name]
+        lo, hi = draws.quantile([0.05, 0.95], dim=("chain", "draw")).values
+        covered += ((sim.truth[name].values >= lo) & (sim.truth[name].values <= hi)).sum()
+    assert covered >= 8  # of 10 (90% intervals)
+
+
+@pytest.mark.slow
+def test_rte_nuts_and_loo(rte, rte_model):
+    import arviz as az
+
+    map_fit = cm.fit_map(rte_model)
+    assert cm.report.accuracy(map_fit, rte) >= 0.925
+    idata = cm.sample(rte_model, draws=400, tune=400, chains=2, random_seed=3,
+                      start=map_fit, progressbar=False)
+    assert cm.report.accuracy(idata, rte) >= 0.925
+    loo = az.loo(idata)
+    assert loo.loo_i.sizes["item"] == 800
+    assert np.isfinite(loo.elpd)
+    assert idata.posterior["item_class_prob"].sizes == {
+        "chain": 2, "draw": 400, "item": 800, "true_class": 2}
