@@ -171,7 +171,7 @@ def run_demo(args) -> int:
     progress.step(f"writing the report to {args.out}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = report.annotator_summary(idata, rank_by="weight")
+    summary = report.annotator_summary(idata, rank_by="weight_mean")
     summary.to_csv(out / "annotators.csv")
     _item_table(ann, idata).to_csv(out / "items.csv")
     import matplotlib

@@ -8,6 +8,7 @@ dims and coords as the families' EM Datasets, plus an item-level
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -117,6 +118,7 @@ def sample(
     draws: int = 1000,
     tune: int = 1000,
     chains: int = 4,
+    cores: int | None = None,
     random_seed=None,
     start="map",
     nuts_sampler: str | None = None,
@@ -129,7 +131,9 @@ def sample(
     ``start="map"`` (default) runs :func:`fit_map` first and starts every chain
     there, which keeps chains in the mode that agrees with majority vote;
     ``start=None`` uses the majority-vote start (``model.crowd_start``); an EM fit or
-    a dict is used as given. The result has ``posterior`` (with
+    a dict is used as given. Chains run in parallel on up to ``cores``
+    processes (default: one per chain, at most the machine's CPU count). The
+    result has ``posterior`` (with
     ``item_class_prob``), ``sample_stats``, an item-level ``log_likelihood``
     group, ``observed_data`` and ``constant_data``.
 
@@ -157,6 +161,7 @@ def sample(
     t0 = time.perf_counter()
     idata = pm.sample(
         draws=draws, tune=tune, chains=chains, random_seed=random_seed, model=model,
+        cores=min(chains, os.cpu_count() or 1) if cores is None else cores,
         initvals=initvals, nuts_sampler=nuts_sampler, target_accept=target_accept,
         progressbar=progressbar, **kwargs,
     )
