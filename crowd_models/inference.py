@@ -21,6 +21,10 @@ from crowd_models import _dims as D
 
 __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of"]
 
+MAX_GRADIENT = 1e-3
+"""fit_map warns when the optimiser stops with a gradient entry (on the
+unconstrained scale) larger than this."""
+
 
 def posterior_of(fit) -> xr.Dataset:
     """The posterior Dataset of a fit: a DataTree's ``posterior`` group, or an EM Dataset."""
@@ -95,16 +99,20 @@ def fit_map(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*find_MAP should not be used.*")
+        warnings.filterwarnings("ignore", message="The optimizer did not converge")
         fit = pm.find_MAP(
             initvals=_start_point(model, start), model=model, return_inferencedata=True,
             jitter=False, progressbar=progressbar, ftol=ftol, gtol=gtol,
             idata_kwargs={"log_likelihood": True}, **optimizer_kwargs,
         )
     result = fit["optimizer_result"]
-    if not bool(result["success"]):
+    max_grad = float(np.abs(result["jac"]).max())
+    # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
+    # EM fit): only a large gradient means the optimiser really stopped short.
+    if not bool(result["success"]) and max_grad > MAX_GRADIENT:
         warnings.warn(
-            f"the MAP optimiser stopped without converging ({result['message'].item()}); "
-            f"try another start or looser tolerances.", UserWarning, stacklevel=2,
+            f"the MAP optimiser stopped without converging ({result['message'].item()}, "
+            f"largest gradient {max_grad:.2g}); try another start.", UserWarning, stacklevel=2,
         )
     fit.attrs["log_posterior"] = -float(result["fun"])
     fit.attrs["method"] = "map"

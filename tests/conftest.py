@@ -47,3 +47,10 @@ def rte_model(rte):
     from crowd_models.models import two_coin
 
     return two_coin.build_model(rte)
+
+
+@pytest.fixture(scope="session")
+def plain_model(sim_plain):
+    from crowd_models.models import two_coin
+
+    return two_coin.build_model(sim_plain)
