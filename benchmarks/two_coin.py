@@ -30,6 +30,7 @@ size would otherwise set the peak.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import math
 import multiprocessing as mp
@@ -37,7 +38,9 @@ import os
 import platform
 import queue
 import resource
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 import tracemalloc
@@ -77,6 +80,11 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - t0
 
 
+def load() -> float:
+    """The 1-minute load average: other work on the machine slows every timing here."""
+    return os.getloadavg()[0]
+
+
 def median_seconds(fn, repeats: int = REPEATS) -> float:
     times = []
     for _ in range(repeats):
@@ -111,11 +119,14 @@ def max_abs_diff(fit_a, fit_b, names=COMPARED) -> float:
 
 
 def fit_map(model):
-    """``cm.fit_map`` timed, with its warnings kept (the optimiser's status is reported)."""
+    """``cm.fit_map`` timed (wall and CPU seconds of this process), with its warnings
+    kept (the optimiser's status is reported instead)."""
+    cpu = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit, seconds = timed(cm.fit_map, model)
-    return fit, seconds, [str(w.message).splitlines()[0] for w in caught]
+    cpu = time.process_time() - cpu
+    return fit, seconds, cpu, [str(w.message).splitlines()[0] for w in caught]
 
 
 def optimizer_facts(fit) -> dict:
@@ -145,6 +156,37 @@ def say(tag: str, message: str) -> None:
 
 
 # ------------------------------------------------------ process isolation
+@contextlib.contextmanager
+def compile_cache(cold: bool):
+    """With cold=True, processes spawned inside get an empty PyTensor compile directory.
+
+    PyTensor's numba backend caches compiled functions on disk, keyed by the graph,
+    and the model's index arrays are constants of its graph: new data always
+    compile afresh, while a dataset compiled before (RTE, or a rerun with the same
+    seed) loads from the cache. A fresh directory makes every first call a cold one.
+    """
+    if not cold:
+        yield
+        return
+    old = os.environ.get("PYTENSOR_FLAGS")
+    tmp = tempfile.mkdtemp(prefix="two_coin_bench_pytensor_")
+    os.environ["PYTENSOR_FLAGS"] = ",".join(filter(None, [old, f"base_compiledir={tmp}"]))
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYTENSOR_FLAGS"]
+        else:
+            os.environ["PYTENSOR_FLAGS"] = old
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def numba_cache_entries() -> int:
+    """Files in PyTensor's numba cache (0 when cold)."""
+    path = os.path.join(pytensor.config.base_compiledir, "numba")
+    return len(os.listdir(path)) if os.path.isdir(path) else 0
+
+
 def _child(results, fn, args) -> None:
     try:
         results.put(("ok", fn(*args)))
@@ -186,7 +228,8 @@ def bench_rte(chains: int, draws: int, tune: int, seed: int) -> dict:
         say("rte", f"{name}: {seconds:.3f} s {note}")
 
     ann, seconds = timed(cm.datasets.load_rte)
-    stage("load_rte", seconds, note=repr(ann))
+    stage("load_rte", seconds, note=f"{ann.n_annotations} labels, {ann.n_items} items, "
+                                    f"{ann.n_annotators} annotators")
     rss_start = peak_rss_mb()
 
     mv, seconds = timed(cm.majority_vote, ann)
@@ -194,15 +237,15 @@ def bench_rte(chains: int, draws: int, tune: int, seed: int) -> dict:
 
     em_fit, seconds = timed(two_coin.em, ann)
     stage("two_coin.em", seconds, report.accuracy(em_fit, ann),
-          f"{em_fit.attrs['n_iter']} iterations, converged={em_fit.attrs['converged']}")
+          f"{em_fit.attrs['n_iter']} iterations, converged={bool(em_fit.attrs['converged'])}")
 
     model, seconds = timed(two_coin.build_model, ann)
     stage("two_coin.build_model", seconds)
 
     for call in ("first", "second"):
-        map_fit, seconds, caught = fit_map(model)
+        map_fit, seconds, cpu, caught = fit_map(model)
         facts = optimizer_facts(map_fit)
-        note = (f"nit={facts['map_nit']} nfev={facts['map_nfev']} "
+        note = (f"CPU {cpu:.2f} s, nit={facts['map_nit']} nfev={facts['map_nfev']} "
                 f"success={facts['map_success']} max|EM-MAP|={max_abs_diff(em_fit, map_fit):.1e}")
         if call == "first":
             note += "; includes compilation"
@@ -225,6 +268,8 @@ def bench_rte(chains: int, draws: int, tune: int, seed: int) -> dict:
         rhat = az.rhat(post, var_names=list(NUTS_VARS))
         rhat = np.concatenate([np.ravel(rhat[v].values) for v in NUTS_VARS])
         stats = idata.sample_stats.to_dataset()
+        steps = float(stats["n_steps"].sum())
+        step_seconds = float(stats["perf_counter_diff"].sum())
         sampler = (f"{attrs.get('inference_library', '?')} "
                    f"{attrs.get('inference_library_version', '')} NUTS "
                    f"({chains} chains x {draws} draws after {tune} tune, {cores} cores)")
@@ -244,6 +289,8 @@ def bench_rte(chains: int, draws: int, tune: int, seed: int) -> dict:
             "divergences": int(stats["diverging"].sum()),
             "mean_tree_depth": float(stats["tree_depth"].mean()),
             "mean_leapfrog_steps": float(stats["n_steps"].mean()),
+            "us_per_leapfrog": 1e6 * step_seconds / steps,
+            "draw_phase_s_per_chain": step_seconds / chains,
             "label_switched_chains": list(idata.attrs.get("label_switched_chains", [])),
             "max_abs_nuts_mean_minus_em": max(
                 float(abs(post[n].mean(("chain", "draw"))
@@ -253,7 +300,7 @@ def bench_rte(chains: int, draws: int, tune: int, seed: int) -> dict:
         }
         say("rte", f"NUTS: {nuts}")
     return {"stages": stages, "nuts": nuts, "rss_start_MB": rss_start,
-            "rss_peak_MB": peak_rss_mb()}
+            "rss_peak_MB": peak_rss_mb(), "load": load()}
 
 
 # --------------------------------------------------------------- simulated
@@ -314,8 +361,10 @@ def map_breakdown(model, nfev: int, n_labels: int) -> dict:
 
 def bench_case(case: Case, ann, breakdown: bool) -> dict:
     tag = case.name
+    wall, cpu = time.perf_counter(), time.process_time()
     r = {"labels": ann.n_annotations, "items": ann.n_items, "annotators": ann.n_annotators,
-         "features": ann.n_features, "data_MB": data_mb(ann), "rss_start_MB": peak_rss_mb()}
+         "features": ann.n_features, "data_MB": data_mb(ann), "rss_start_MB": peak_rss_mb(),
+         "load_start": load()}
 
     _, r["majority_vote_s"] = timed(cm.majority_vote, ann)
     em_fit, r["em_s"] = timed(two_coin.em, ann)
@@ -332,12 +381,12 @@ def bench_case(case: Case, ann, breakdown: bool) -> dict:
     r["rss_after_build_MB"] = peak_rss_mb()
     say(tag, f"build_model {r['build_s']:.2f} s")
 
-    map_fit, r["map1_s"], caught = fit_map(model)
+    map_fit, r["map1_s"], r["map1_cpu_s"], caught = fit_map(model)
     r.update(optimizer_facts(map_fit))
     r["map_warned"] = bool(caught)
     say(tag, f"fit_map (first) {r['map1_s']:.2f} s, nfev={r['map_nfev']}, "
              f"success={r['map_success']} {r['map_message']}")
-    _, r["map2_s"], _ = fit_map(model)
+    _, r["map2_s"], r["map2_cpu_s"], _ = fit_map(model)
     say(tag, f"fit_map (second) {r['map2_s']:.2f} s")
     r["max_abs_em_map"] = max_abs_diff(em_fit, map_fit)
     r["map_acc"] = report.accuracy(map_fit, ann)
@@ -346,6 +395,8 @@ def bench_case(case: Case, ann, breakdown: bool) -> dict:
         r.update(map_breakdown(model, r["map_nfev"], r["labels"]))
         say(tag, "breakdown " + ", ".join(
             f"{k}={v:.4g}" for k, v in r.items() if k.startswith(("logp_", "grad_"))))
+    r["load_end"] = load()
+    r["cpu_per_wall"] = (time.process_time() - cpu) / (time.perf_counter() - wall)
     return r
 
 
@@ -365,7 +416,9 @@ SIM_ROWS = {
     "em_ms_per_iter": ("EM ms / iteration", "{:.1f}"),
     "build_s": ("build_model [s]", "{:.2f}"),
     "map1_s": ("fit_map 1st call [s]", "{:.2f}"),
+    "map1_cpu_s": ("  its CPU time [s]  (1st)", "{:.2f}"),
     "map2_s": ("fit_map 2nd call [s]", "{:.2f}"),
+    "map2_cpu_s": ("  its CPU time [s]  (2nd)", "{:.2f}"),
     "map_nit": ("  L-BFGS iterations", "{:.0f}"),
     "map_nfev": ("  logp+grad evaluations", "{:.0f}"),
     "map_success": ("  optimiser success", "{}"),
@@ -387,6 +440,9 @@ SIM_ROWS = {
     "grad_eval_ms": ("  logp+grad eval [ms]", "{:.1f}"),
     "grad_ns_per_label": ("  logp+grad ns / label", "{:.0f}"),
     "nfev_x_grad_eval_s": ("  nfev x logp+grad eval [s]", "{:.2f}"),
+    "load_start": ("load average: case start", "{:.1f}"),
+    "load_end": ("load average: case end", "{:.1f}"),
+    "cpu_per_wall": ("CPU / wall time of the case", "{:.2f}"),
     "error": ("error", "{}"),
 }
 
@@ -409,7 +465,8 @@ def machine_facts() -> str:
         f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
         f"pandas {pd.__version__}, pymc {pm.__version__}, pytensor {pytensor.__version__} "
         f"({linker}), arviz {az.__version__}, crowd_models {cm.__version__}; "
-        f"os.cpu_count()={os.cpu_count()}, RAM {ram:.0f} GiB, {platform.platform()}"
+        f"os.cpu_count()={os.cpu_count()}, RAM {ram:.0f} GiB, {platform.platform()}; "
+        f"load average {load():.1f}"
     )
 
 
@@ -432,7 +489,12 @@ def main(argv=None) -> None:
                         help="skip timing compile_logp / logp_dlogp_function per case")
     parser.add_argument("--no-isolate", action="store_true",
                         help="run everything in this process (RSS peaks then accumulate)")
+    parser.add_argument("--cold-cache", action="store_true",
+                        help="give the RTE run and every case an empty PyTensor compile "
+                             "directory, so that first calls compile everything")
     args = parser.parse_args(argv)
+    if args.cold_cache and args.no_isolate:
+        parser.error("--cold-cache needs the processes that --no-isolate turns off.")
 
     quick = args.quick
     chains = args.chains if args.chains is not None else (2 if quick else 4)
@@ -442,12 +504,17 @@ def main(argv=None) -> None:
     sizes = (10**4, 10**5) if quick else (10**5, 10**6)
     isolate = not args.no_isolate
     t_start = time.perf_counter()
+    cache = ("cold: an empty PyTensor compile directory per process" if args.cold_cache else
+             f"warm: {pytensor.config.base_compiledir}, {numba_cache_entries()} numba cache "
+             f"files at the start")
     print(machine_facts(), flush=True)
+    print(f"compile cache {cache}", flush=True)
 
     rte = None
     if not args.skip_rte:
         try:
-            rte = run_isolated(isolate, bench_rte, chains, draws, tune, args.seed)
+            with compile_cache(args.cold_cache):
+                rte = run_isolated(isolate, bench_rte, chains, draws, tune, args.seed)
         except RuntimeError as err:
             say("rte", f"FAILED\n{err}")
 
@@ -461,7 +528,9 @@ def main(argv=None) -> None:
             try:
                 ann, row["simulate_s"], row["simulate_rss_MB"] = run_isolated(
                     isolate, simulate_case, case)
-                row.update(run_isolated(isolate, bench_case, case, ann, not args.no_breakdown))
+                with compile_cache(args.cold_cache):
+                    row.update(run_isolated(isolate, bench_case, case, ann,
+                                            not args.no_breakdown))
             except RuntimeError as err:
                 say(case.name, f"FAILED\n{err}")
                 row["error"] = str(err).strip().splitlines()[-1][:60]
@@ -472,15 +541,15 @@ def main(argv=None) -> None:
     print("\n" + "=" * 100)
     where = "every case in its own process" if isolate else "all in one process"
     print(f"two-coin benchmark ({'quick' if quick else 'full'} mode), "
-          f"{time.perf_counter() - t_start:.0f} s in all; {where}")
+          f"{time.perf_counter() - t_start:.0f} s in all; {where}; compile cache {cache}")
     if rte is not None:
         print("\nRTE (8000 labels, 800 items, 164 annotators); accuracy against gold")
         stages = pd.DataFrame(rte["stages"]).set_index("stage")
-        print(stages.to_string(formatters={"seconds": "{:.3f}".format,
-                                           "accuracy": lambda v: "" if np.isnan(v)
-                                           else f"{v:.4f}"}))
+        print(stages.to_string(na_rep="", formatters={"seconds": "{:.3f}".format,
+                                                      "accuracy": "{:.4f}".format}))
         print(f"RSS peak of the RTE process: {rte['rss_peak_MB']:.0f} MiB "
-              f"({rte['rss_start_MB']:.0f} MiB after imports and loading)")
+              f"({rte['rss_start_MB']:.0f} MiB after imports and loading); load average at "
+              f"its end {rte['load']:.1f}")
         nuts = rte["nuts"]
         if nuts:
             print(f"\nNUTS sampler: {nuts['sampler']}")
@@ -490,6 +559,9 @@ def main(argv=None) -> None:
                   f"median {nuts['ess_per_s_median']:.1f}; over the whole cm.sample call: "
                   f"min {nuts['ess_per_s_min_total']:.1f}, "
                   f"median {nuts['ess_per_s_median_total']:.1f}")
+            print(f"{nuts['us_per_leapfrog']:.0f} us per leapfrog step after tuning "
+                  f"({nuts['draw_phase_s_per_chain']:.1f} s per chain in the draws' steps; "
+                  f"the rest of tune+draws is tuning and worker start-up)")
             print(f"max r_hat {nuts['rhat_max']:.4f}, divergences {nuts['divergences']}, "
                   f"mean tree depth {nuts['mean_tree_depth']:.2f} "
                   f"({nuts['mean_leapfrog_steps']:.1f} leapfrog steps), label-switched "

@@ -1,8 +1,8 @@
 """Model families. Each module offers build_model, em and simulate."""
 
-from crowd_models.models import two_coin
+from crowd_models.models import dawid_skene, two_coin
 
-MODELS = {"two-coin": two_coin}
+MODELS = {"two-coin": two_coin, "dawid-skene": dawid_skene}
 """Registry: command-line name -> family module."""
 
-__all__ = ["MODELS", "two_coin"]
+__all__ = ["MODELS", "dawid_skene", "two_coin"]

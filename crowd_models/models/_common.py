@@ -120,6 +120,37 @@ def add_item_likelihood(joint, annotations: Annotations) -> None:
     pm.Data("n_labels", annotations.n_labels(), dims=D.ANNOTATOR)
 
 
+def run_em(joint_fn, m_step, params: dict, *, tol: float, max_iter: int):
+    """Iterate E-step (``joint_fn(params)`` -> (item, true_class) log joint) and
+    M-step (``m_step(item_class_prob, previous)`` -> params) until no parameter
+    moves by more than ``tol``. Returns (params, n_iter, converged)."""
+    if not (tol > 0 and max_iter >= 0):
+        raise ValueError(f"need tol > 0 and max_iter >= 0, got tol={tol}, max_iter={max_iter}.")
+    n_iter, converged = 0, False
+    for n_iter in range(1, max_iter + 1):
+        prob, _ = posterior_from_joint(joint_fn(params))
+        new = m_step(prob, params)
+        change = max(float(np.max(np.abs(np.asarray(new[k]) - np.asarray(params[k]))))
+                     for k in new)
+        if not np.isfinite(change):
+            raise FloatingPointError(
+                "EM produced non-finite parameters; use priors with a, b > 1 (the defaults)."
+            )
+        params = new
+        if change < tol:
+            converged = True
+            break
+    return params, n_iter, converged
+
+
+def dirichlet_logpdf_nojac(x, alpha, axis=-1):
+    """Dirichlet log density over ``axis`` (summed over the rest), no Jacobian."""
+    return float(np.sum(
+        np.sum(xlogy(alpha - 1, x), axis=axis)
+        + gammaln(np.sum(alpha, axis=axis)) - np.sum(gammaln(alpha), axis=axis)
+    ))
+
+
 def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(item_class_prob, per-item log marginal likelihood) from the joint."""
     ll = logsumexp(joint, axis=1)

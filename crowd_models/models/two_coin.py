@@ -328,16 +328,11 @@ def em(
     C.require_categorical(annotations, "the two-coin model", n_classes=2)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
-    params = _start(annotations, pri)
-    converged = False
-    for n_iter in range(1, max_iter + 1):
-        prob, _ = C.posterior_from_joint(_joint(annotations, params))
-        new = _m_step(annotations, prob[:, 1], pri, previous=params)
-        change = max(np.max(np.abs(np.asarray(new[k]) - np.asarray(params[k]))) for k in new)
-        params = new
-        if change < tol:
-            converged = True
-            break
+    params, n_iter, converged = C.run_em(
+        lambda prm: _joint(annotations, prm),
+        lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
+        _start(annotations, pri), tol=tol, max_iter=max_iter,
+    )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())
     extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, prob[:, 1],

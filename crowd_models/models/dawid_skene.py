@@ -1,0 +1,478 @@
+"""Dawid-Skene model: a confusion matrix per annotator, K classes.
+
+Dawid and Skene (1979), "Maximum likelihood estimation of observer error-rates
+using the EM algorithm", Applied Statistics 28; with a classifier, Raykar et
+al. (2009) sec. 8.1. Annotator j reports class l for an item of true class k
+with probability ``confusion[j, k, l]``. The true class follows a
+``prevalence`` or, with features, a multinomial logistic (softmax) classifier
+``softmax(x_i . coef + intercept)``, identified by sum-to-zero coefficients.
+
+Variants (``variant=``):
+
+* ``"full"``: a Dirichlet row per annotator and true class.
+* ``"one_coin"``: one ``accuracy`` per annotator, errors spread evenly over the
+  other classes; ``confusion`` is deterministic.
+* ``"hierarchical"``: annotators' rows are Dirichlet around a population
+  confusion ``confusion_mean`` with a learned concentration
+  ``confusion_concentration`` per true class, so annotators with few labels
+  borrow strength. PyMC only (no EM).
+
+With K = 2, ``"full"`` is the two-coin model: ``confusion[j, 1, 1]`` is the
+sensitivity and ``confusion[j, 0, 0]`` the specificity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy.optimize import minimize
+from scipy.special import log_softmax, softmax
+
+from crowd_models import _dims as D
+from crowd_models.baselines import majority_vote
+from crowd_models.data import Annotations
+from crowd_models.models import _common as C
+
+__all__ = ["build_model", "em", "simulate", "VARIANTS", "DEFAULT_PRIORS"]
+
+VARIANTS = ("full", "one_coin", "hierarchical")
+
+DEFAULT_PRIORS = dict(
+    confusion_prior=None,
+    accuracy_prior=(3.0, 2.0),
+    prevalence_prior=2.0,
+    concentration_prior=(2.0, 0.1),
+    coef_precision=1.0,
+    intercept_precision=0.01,
+)
+"""Weakly informative defaults. ``confusion_prior=None`` gives each confusion
+row Dirichlet pseudo-counts of 2 on the diagonal and 1 shared by the other
+classes (concentration 3 on the diagonal, 1 + 1/(K-1) elsewhere), which is the
+two-coin Beta(3, 2) when K = 2: it favours the diagonal (breaking the
+relabelling symmetry) and keeps the mode interior. ``accuracy_prior`` is the
+one-coin Beta; ``prevalence_prior`` a symmetric Dirichlet concentration;
+``concentration_prior`` the Gamma(shape, rate) of the hierarchical
+concentration (mean 20). The classifier has N(0, 1/coef_precision) sum-to-zero
+coefficients and a N(0, 1/intercept_precision) sum-to-zero intercept.
+A confusion prior of all ones and a prevalence prior of 1 give plain maximum
+likelihood."""
+
+
+# ------------------------------------------------------------------ priors
+def _confusion_alpha(value, K: int, J: int) -> np.ndarray:
+    if value is None:
+        value = (3.0, 1.0 + 1.0 / (K - 1))
+    arr = np.asarray(value, dtype=float)
+    if arr.shape == (2,):
+        diag, off = arr
+        arr = np.full((K, K), off)
+        np.fill_diagonal(arr, diag)
+    if arr.shape not in ((K, K), (J, K, K)):
+        raise ValueError(
+            f"confusion_prior must be a pair (diagonal, off_diagonal), a ({K}, {K}) matrix or a "
+            f"({J}, {K}, {K}) array of Dirichlet concentrations, got shape {arr.shape}."
+        )
+    if np.any(~np.isfinite(arr)) or np.any(arr < 1):
+        raise ValueError(
+            "confusion_prior concentrations must be >= 1 so that the posterior mode exists "
+            "(all ones is flat: plain maximum likelihood)."
+        )
+    return np.broadcast_to(arr, (J, K, K)).copy()
+
+
+def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
+            concentration_prior, coef_precision, intercept_precision) -> dict:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
+    K, J = ann.n_classes, ann.n_annotators
+    p = {"confusion": _confusion_alpha(confusion_prior, K, J)}
+    p["accuracy"] = C.beta_prior(accuracy_prior, "accuracy_prior", J)
+    prev = np.broadcast_to(np.asarray(prevalence_prior, dtype=float), (K,)).copy() if np.ndim(
+        prevalence_prior) == 0 or np.shape(prevalence_prior) == (K,) else None
+    if prev is None or np.any(prev < 1):
+        raise ValueError(
+            f"prevalence_prior must be a number or {K} numbers >= 1 (Dirichlet concentration), "
+            f"got {prevalence_prior!r}."
+        )
+    p["prevalence"] = prev
+    shape, rate = concentration_prior
+    if not (shape > 0 and rate > 0):
+        raise ValueError(f"concentration_prior (shape, rate) must be positive, got "
+                         f"{concentration_prior!r}.")
+    p["concentration"] = (float(shape), float(rate))
+    if ann.features is not None:
+        for name, value in (("coef_precision", coef_precision),
+                            ("intercept_precision", intercept_precision)):
+            if np.ndim(value) != 0 or not (np.isfinite(value) and value > 0):
+                raise ValueError(
+                    f"{name} must be a positive number for the softmax classifier (a flat prior "
+                    f"has no mode on separable data), got {value!r}."
+                )
+        p["coef_sd"] = 1 / np.sqrt(float(coef_precision))
+        p["intercept_sd"] = 1 / np.sqrt(float(intercept_precision))
+    return p
+
+
+def _zerosum_normal_logpdf(x, sd):
+    """PyMC's ZeroSumNormal log density (zero sum over the last axis)."""
+    x = np.asarray(x)
+    dof = x.size / x.shape[-1] * (x.shape[-1] - 1)
+    return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * np.log(2 * np.pi)) * dof)
+
+
+# ----------------------------------------------------------- EM pieces
+def _one_coin_confusion(accuracy, K):
+    eye = np.eye(K)
+    acc = np.asarray(accuracy)[..., None, None]
+    return eye * acc + (1 - eye) * (1 - acc) / (K - 1)
+
+
+def _log_prior_classes(params, features):
+    if features is None:
+        return np.log(np.clip(params["prevalence"], C.PROB_FLOOR, 1))[None, :]
+    return log_softmax(features @ params["coef"] + params["intercept"], axis=1)
+
+
+def _joint(ann, params):
+    conf = np.clip(params["confusion"], C.PROB_FLOOR, 1)
+    return C.item_joint_np(np.log(conf), ann) + _log_prior_classes(params, ann.features)
+
+
+def _expected_counts(ann, prob):
+    """N[j, k, l]: expected number of labels l by annotator j on items of class k."""
+    J, K = ann.n_annotators, ann.n_classes
+    weights = prob[ann.item_idx]  # (annotation, true_class)
+    flat = ann.annotator_idx * K + ann.labels  # (annotator, label_class)
+    counts = np.stack([np.bincount(flat, weights=weights[:, k], minlength=J * K)
+                       for k in range(K)], axis=1)  # (J*K_label, K_true)
+    return counts.reshape(J, K, K).transpose(0, 2, 1)
+
+
+def _fit_softmax(features, target, coef_sd, intercept_sd, start=None, max_iter=500):
+    """MAP multinomial logistic regression on soft labels (trust-region Newton-CG).
+
+    Maximises sum_ik t_ik log softmax(x_i W + b)_k - |W|^2/(2 sd_W^2)
+    - |b|^2/(2 sd_b^2). The optimum has zero-sum rows (W 1 = 0, b 1 = 0), the
+    constraint of the PyMC model's ZeroSumNormal priors. EM calls it warm
+    started with a few iterations (a generalised EM step); at EM's fixed point
+    the step no longer moves, so the gradient there is zero all the same.
+    """
+    n, d = features.shape
+    k = target.shape[1]
+    X = np.hstack([features, np.ones((n, 1))])
+    prec = np.r_[np.full(d, coef_sd ** -2.0), intercept_sd ** -2.0][:, None]
+
+    def fun(theta):
+        W = theta.reshape(d + 1, k)
+        logp = log_softmax(X @ W, axis=1)
+        grad = X.T @ (target - np.exp(logp)) - prec * W
+        value = np.sum(target * logp) - 0.5 * np.sum(prec * W ** 2)
+        return -value, -grad.ravel()
+
+    cache = {}
+
+    def hessp(theta, v):
+        key = theta.tobytes()
+        if key not in cache:  # the CG inner loop asks many products at one theta
+            cache.clear()
+            cache[key] = softmax(X @ theta.reshape(d + 1, k), axis=1)
+        P = cache[key]
+        XV = X @ v.reshape(d + 1, k)
+        inner = P * (XV - np.sum(P * XV, axis=1, keepdims=True))
+        return (X.T @ inner + prec * v.reshape(d + 1, k)).ravel()
+
+    x0 = np.zeros((d + 1) * k) if start is None else start
+    res = minimize(fun, x0, jac=True, hessp=hessp, method="trust-ncg",
+                   options={"gtol": 1e-10, "maxiter": max_iter})
+    W = res.x.reshape(d + 1, k)
+    W = W - W.mean(axis=1, keepdims=True)  # exact zero sum (the optimum has it up to gtol)
+    return W[:d], W[d]
+
+
+def _m_step(ann, prob, pri, variant, previous=None):
+    K = ann.n_classes
+    counts = _expected_counts(ann, prob)
+    if variant == "one_coin":
+        a, b = pri["accuracy"]
+        correct = np.trace(counts, axis1=1, axis2=2)
+        total = counts.sum(axis=(1, 2))
+        acc = (correct + a - 1) / (total + a + b - 2)
+        params = {"accuracy": acc, "confusion": _one_coin_confusion(acc, K)}
+    else:
+        num = counts + pri["confusion"] - 1
+        den = num.sum(axis=2, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            params = {"confusion": np.where(den > 0, num / den, 1.0 / K)}
+    if ann.features is None:
+        num = prob.sum(axis=0) + pri["prevalence"] - 1
+        params["prevalence"] = num / num.sum()
+    else:
+        start = None
+        if previous is not None:
+            start = np.vstack([previous["coef"], previous["intercept"]]).ravel()
+        params["coef"], params["intercept"] = _fit_softmax(
+            ann.features, prob, pri["coef_sd"], pri["intercept_sd"], start=start,
+            max_iter=500 if start is None else 3)
+    return params
+
+
+def _log_prior_params(params, pri, variant):
+    if variant == "one_coin":
+        lp = C.beta_logpdf_nojac(params["accuracy"], *pri["accuracy"]).sum()
+    else:
+        lp = C.dirichlet_logpdf_nojac(params["confusion"], pri["confusion"])
+    if "prevalence" in params:
+        lp += C.dirichlet_logpdf_nojac(params["prevalence"], pri["prevalence"])
+    else:
+        lp += _zerosum_normal_logpdf(params["coef"], pri["coef_sd"])
+        lp += _zerosum_normal_logpdf(params["intercept"], pri["intercept_sd"])
+    return float(lp)
+
+
+_DIMS = {
+    "confusion": (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS),
+    "accuracy": (D.ANNOTATOR,),
+    "prevalence": (D.TRUE_CLASS,),
+    "coef": (D.FEATURE, D.TRUE_CLASS),
+    "intercept": (D.TRUE_CLASS,),
+    "item_class_prob": (D.ITEM, D.TRUE_CLASS),
+}
+
+
+def _start(ann, pri, variant):
+    """The majority-vote start shared by :func:`em` and :func:`build_model`."""
+    return _m_step(ann, majority_vote(ann).values, pri, variant)
+
+
+# ----------------------------------------------------------------- factory
+def build_model(
+    annotations: Annotations,
+    *,
+    variant: str = "full",
+    confusion_prior=DEFAULT_PRIORS["confusion_prior"],
+    accuracy_prior=DEFAULT_PRIORS["accuracy_prior"],
+    prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
+    concentration_prior=DEFAULT_PRIORS["concentration_prior"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+) -> pm.Model:
+    """The Dawid-Skene model in PyMC, true class summed out.
+
+    Parameters
+    ----------
+    annotations : Annotations with K >= 2 classes (features optional).
+    variant : "full", "one_coin" or "hierarchical" (see the module docstring).
+    confusion_prior : None, (diagonal, off_diagonal), (K, K) or (J, K, K)
+        Dirichlet concentrations of the confusion rows ("full"; for
+        "hierarchical" the prior of the population mean ``confusion_mean``).
+    accuracy_prior : (a, b), Beta prior of the one-coin ``accuracy``.
+    prevalence_prior : number or (K,), Dirichlet concentration of ``prevalence``.
+    concentration_prior : (shape, rate), Gamma prior of the hierarchical
+        ``confusion_concentration`` (true_class).
+    coef_precision, intercept_precision : positive numbers, priors of the
+        sum-to-zero softmax classifier (with features).
+
+    Variables: ``confusion`` (annotator, true_class, label_class); ``accuracy``
+    (one-coin); ``prevalence`` (true_class) or ``coef`` (feature, true_class)
+    and ``intercept`` (true_class); ``item_class_prob``; observed ``labels``
+    (item) whose log-density is each item's marginal log-likelihood.
+    ``model.crowd_start`` holds EM's majority-vote start.
+    """
+    C.require_categorical(annotations, "the Dawid-Skene model")
+    pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
+                  concentration_prior, coef_precision, intercept_precision)
+    K = annotations.n_classes
+    start = _start(annotations, pri, "full" if variant == "hierarchical" else variant)
+    with pm.Model(coords=annotations.coords()) as model:
+        dims = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
+        if variant == "full":
+            confusion = pm.Dirichlet("confusion", a=pri["confusion"], dims=dims)
+        elif variant == "one_coin":
+            acc = pm.Beta("accuracy", *pri["accuracy"], dims=D.ANNOTATOR)
+            eye = np.eye(K)
+            confusion = pm.Deterministic(
+                "confusion",
+                eye * acc[:, None, None] + (1 - eye) * ((1 - acc) / (K - 1))[:, None, None],
+                dims=dims,
+            )
+        else:
+            mean = pm.Dirichlet("confusion_mean", a=pri["confusion"][0],
+                                dims=(D.TRUE_CLASS, D.LABEL_CLASS))
+            shape, rate = pri["concentration"]
+            conc = pm.Gamma("confusion_concentration", alpha=shape, beta=rate,
+                            dims=D.TRUE_CLASS)
+            confusion = pm.Dirichlet("confusion", a=conc[:, None] * mean, dims=dims)
+            start = {"confusion": start["confusion"], "confusion_mean":
+                     start["confusion"].mean(axis=0),
+                     **{k: v for k, v in start.items() if k != "confusion"}}
+        if annotations.features is None:
+            prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
+            log_prior = pt.log(prev)[None, :]
+        else:
+            X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
+            coef = pm.ZeroSumNormal("coef", sigma=pri["coef_sd"], dims=(D.FEATURE, D.TRUE_CLASS))
+            intercept = pm.ZeroSumNormal("intercept", sigma=pri["intercept_sd"],
+                                         dims=D.TRUE_CLASS)
+            eta = X @ coef + intercept
+            log_prior = eta - pt.logsumexp(eta, axis=1, keepdims=True)
+        joint = C.item_joint(pt.log(confusion), annotations) + log_prior
+        C.add_item_likelihood(joint, annotations)
+    model.crowd_start = {k: v for k, v in start.items()
+                         if not (variant == "one_coin" and k == "confusion")}
+    return model
+
+
+# ---------------------------------------------------------------------- EM
+def em(
+    annotations: Annotations,
+    *,
+    variant: str = "full",
+    confusion_prior=DEFAULT_PRIORS["confusion_prior"],
+    accuracy_prior=DEFAULT_PRIORS["accuracy_prior"],
+    prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    tol: float = 1e-10,
+    max_iter: int = 10_000,
+    start=None,
+) -> xr.Dataset:
+    """Dawid-Skene MAP-EM ("full" or "one_coin"), from the majority-vote start.
+
+    E-step: the posterior of each item's class in log space. M-step: confusion
+    rows (or accuracies) and prevalence in closed form with their priors; with
+    features, the softmax classifier fitted to the soft labels. ``start``: an
+    (item, true_class) array of initial class probabilities to start from
+    instead of majority vote (e.g. to look for other local maxima).
+
+    Returns a Dataset with the posterior's names and dims (chain=1, draw=1),
+    ``item_class_prob``, ``n_labels`` and ``confusion_alpha`` (the Dirichlet
+    rows alpha + expected counts: the conjugate approximation to the
+    posterior given the soft labels); attrs ``log_posterior``,
+    ``log_likelihood``, ``n_iter``, ``converged``.
+    """
+    C.require_categorical(annotations, "the Dawid-Skene model")
+    if variant == "hierarchical":
+        raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
+                         "build_model(..., variant='hierarchical').")
+    pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
+                  DEFAULT_PRIORS["concentration_prior"], coef_precision, intercept_precision)
+    if start is None:
+        params = _start(annotations, pri, variant)
+    else:
+        start = np.asarray(start, dtype=float)
+        if start.shape != (annotations.n_items, annotations.n_classes):
+            raise ValueError(f"start must be (item, true_class) = "
+                             f"({annotations.n_items}, {annotations.n_classes}) probabilities.")
+        params = _m_step(annotations, start / start.sum(axis=1, keepdims=True), pri, variant)
+    params, n_iter, converged = C.run_em(
+        lambda prm: _joint(annotations, prm),
+        lambda prob, prev: _m_step(annotations, prob, pri, variant, previous=prev),
+        params, tol=tol, max_iter=max_iter,
+    )
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    loglik = float(item_ll.sum())
+    extra = {
+        "n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
+        "confusion_alpha": (_DIMS["confusion"],
+                            pri["confusion"] + _expected_counts(annotations, prob)),
+    }
+    return C.em_dataset(
+        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
+        attrs={
+            "family": "dawid_skene", "variant": variant, "method": "em",
+            "log_likelihood": loglik,
+            "log_posterior": loglik + _log_prior_params(params, pri, variant),
+            "n_iter": n_iter, "converged": int(converged),
+        },
+    )
+
+
+# ---------------------------------------------------------------- simulate
+def simulate(
+    confusion,
+    *,
+    n_items: int | None = None,
+    prevalence=None,
+    features=None,
+    n_features: int = 0,
+    coef=None,
+    intercept=None,
+    true_labels=None,
+    labels_per_item: int | None = None,
+    classes=None,
+    rng=None,
+) -> Annotations:
+    """Annotations drawn from the Dawid-Skene model, with the truth kept.
+
+    ``confusion``: (annotator, K, K) row-stochastic matrices. The truth comes
+    from ``true_labels`` (codes 0..K-1), else the softmax classifier when
+    there are features (``coef`` (feature, K) and ``intercept`` (K) drawn
+    N(0, 1) if not given, then centred), else ``prevalence`` (uniform by
+    default). Every annotator labels every item, or ``labels_per_item`` drawn
+    at random without replacement. ``classes`` names the classes (default
+    0..K-1).
+    """
+    rng = np.random.default_rng(rng)
+    conf = np.asarray(confusion, dtype=float)
+    if conf.ndim != 3 or conf.shape[1] != conf.shape[2] or conf.shape[1] < 2:
+        raise ValueError(f"confusion must be (annotator, K, K) with K >= 2, got {conf.shape}.")
+    if np.any(conf < 0) or not np.allclose(conf.sum(axis=2), 1):
+        raise ValueError("every confusion row must be probabilities summing to 1.")
+    J, K = conf.shape[:2]
+    X = np.asarray(features, dtype=float) if features is not None else None
+    if X is None and n_features:
+        if n_items is None:
+            raise ValueError("give n_items (or features).")
+        X = rng.standard_normal((n_items, n_features))
+    if n_items is None:
+        n_items = len(X) if X is not None else (
+            len(true_labels) if true_labels is not None else None)
+    if n_items is None:
+        raise ValueError("give n_items, features or true_labels.")
+    truth = {"confusion": (_DIMS["confusion"], conf)}
+    if true_labels is not None:
+        z = np.asarray(true_labels, dtype=int)
+        if z.shape != (n_items,) or z.min() < 0 or z.max() >= K:
+            raise ValueError(f"true_labels must be n_items codes in 0..{K - 1}.")
+    elif X is not None:
+        W = rng.standard_normal((X.shape[1], K)) if coef is None else np.asarray(coef, float)
+        b = rng.standard_normal(K) if intercept is None else np.asarray(intercept, float)
+        W, b = W - W.mean(axis=1, keepdims=True), b - b.mean()
+        p = softmax(X @ W + b, axis=1)
+        z = (p.cumsum(axis=1) < rng.random((n_items, 1))).sum(axis=1)
+        truth["coef"] = (_DIMS["coef"], W)
+        truth["intercept"] = (_DIMS["intercept"], b)
+    else:
+        prev = np.full(K, 1.0 / K) if prevalence is None else np.asarray(prevalence, float)
+        z = rng.choice(K, size=n_items, p=prev)
+        truth["prevalence"] = (_DIMS["prevalence"], prev)
+    if labels_per_item is None:
+        item_idx = np.repeat(np.arange(n_items), J)
+        ann_idx = np.tile(np.arange(J), n_items)
+    else:
+        if not 1 <= labels_per_item <= J:
+            raise ValueError(f"labels_per_item must be between 1 and {J}.")
+        ann_idx = np.argsort(rng.random((n_items, J)), axis=1)[:, :labels_per_item].ravel()
+        item_idx = np.repeat(np.arange(n_items), labels_per_item)
+    rows = conf[ann_idx, z[item_idx]]
+    y = (rows.cumsum(axis=1) < rng.random((len(rows), 1))).sum(axis=1)
+    y = np.minimum(y, K - 1)
+    classes = list(range(K)) if classes is None else list(classes)
+    names = pd.Index([f"annotator_{j}" for j in range(J)])
+    frame = pd.DataFrame({"item": item_idx, "annotator": names[ann_idx],
+                          "label": np.asarray(classes, dtype=object)[y]})
+    ann = Annotations.from_frame(
+        frame, classes=classes, features=X,
+        gold=pd.Series(np.asarray(classes, dtype=object)[z], index=np.arange(n_items)))
+    coords = {D.ANNOTATOR: names, D.TRUE_CLASS: ann.classes, D.LABEL_CLASS: ann.classes}
+    if "coef" in truth:
+        coords[D.FEATURE] = ann.feature_names
+    ds = xr.Dataset(truth, coords=coords)
+    ds = ds.isel({D.ANNOTATOR: names.get_indexer(ann.annotators)}).assign_coords(
+        {D.ANNOTATOR: ann.annotators})
+    return replace(ann, truth=ds)
