@@ -10,8 +10,9 @@ and treats them alike:
 With many draws, uncertainty comes from the draws. A single-draw fit carries
 no uncertainty of its own, so its spreads and intervals are NaN, except for
 an EM fit that stores the Beta approximations of Raykar et al. (2009), sec.
-7.1 (``sensitivity_alpha``/``_beta``, ``specificity_alpha``/``_beta``), whose
-spreads and intervals are used instead.
+7.1 (``sensitivity_alpha``/``_beta``, ``specificity_alpha``/``_beta``), or
+the Dirichlet rows of a confusion (``confusion_alpha``), whose spreads and
+intervals are used instead.
 
 The positive class of a binary fit is the second class of ``true_class``, as
 everywhere in the package.
@@ -20,6 +21,8 @@ Functions
 ---------
 annotator_summary : one row per annotator, mean, sd and interval per measure.
 plot_annotators : annotators in ROC space, with intervals and optional truth.
+plot_confusion : heatmap of one annotator's (or the population's) confusion matrix.
+plot_confusions : those heatmaps for several annotators, one figure.
 roc_curve, plot_roc : ROC curve and AUC of scores against binary gold labels.
 soft_confusion : sensitivity and specificity of 0/1 predictions against soft labels.
 accuracy : accuracy of a fit's most probable true class against gold labels.
@@ -42,6 +45,8 @@ from crowd_models.inference import posterior_of
 __all__ = [
     "annotator_summary",
     "plot_annotators",
+    "plot_confusion",
+    "plot_confusions",
     "roc_curve",
     "plot_roc",
     "soft_confusion",
@@ -267,6 +272,262 @@ def _n_labels(fit, post: xr.Dataset, annotators: pd.Index) -> pd.Series:
     return counts.rename("n_labels")
 
 
+# ------------------------------------------------------ confusion matrices
+_CONFUSION_DIMS = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
+
+
+def _aligned_confusion(da: xr.DataArray, name: str = "confusion") -> xr.DataArray:
+    """A confusion-like array with its label classes in the true classes' order.
+
+    Parameters
+    ----------
+    da : xarray.DataArray
+        Any array with ``true_class`` and ``label_class`` dims (e.g.
+        ``confusion``, ``confusion_alpha`` or ``confusion_mean``).
+    name : str
+        Its name, for messages.
+
+    Returns
+    -------
+    xarray.DataArray
+        The same values with ``label_class`` reordered so that position k of
+        both class dims is the same class: matched by name when both dims have
+        coordinates, by position otherwise. The diagonal is then the
+        probability of a correct label.
+
+    Raises
+    ------
+    ValueError
+        If the two class dims differ in size or in class names.
+    """
+    n_true, n_label = da.sizes[D.TRUE_CLASS], da.sizes[D.LABEL_CLASS]
+    if n_true != n_label:
+        raise ValueError(
+            f"{name} must be square in (true_class, label_class), got {n_true} true classes "
+            f"and {n_label} label classes."
+        )
+    if D.TRUE_CLASS not in da.coords or D.LABEL_CLASS not in da.coords:
+        return da
+    true_names = pd.Index(da[D.TRUE_CLASS].values)
+    positions = pd.Index(da[D.LABEL_CLASS].values).get_indexer(true_names)
+    if (positions < 0).any():
+        raise ValueError(
+            f"{name}: true class(es) {list(true_names[positions < 0])} have no label class of "
+            f"the same name; the label classes are {list(da[D.LABEL_CLASS].values)}."
+        )
+    return da.isel({D.LABEL_CLASS: positions})
+
+
+def _class_names(da: xr.DataArray) -> list:
+    """The true-class names of a confusion-like array (positions when it has none).
+
+    Parameters
+    ----------
+    da : xarray.DataArray
+
+    Returns
+    -------
+    list
+    """
+    if D.TRUE_CLASS in da.coords:
+        return list(da[D.TRUE_CLASS].values)
+    return list(range(da.sizes[D.TRUE_CLASS]))
+
+
+def _confusion_of(post: xr.Dataset) -> xr.DataArray | None:
+    """The per-annotator ``confusion`` draws of a fit, classes aligned, if it has them.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+
+    Returns
+    -------
+    xarray.DataArray or None
+        (chain, draw, annotator, true_class, label_class), label classes in the
+        true classes' order; None when the fit has no such variable.
+    """
+    if "confusion" not in post:
+        return None
+    da = post["confusion"]
+    if set(da.dims) != {*_SAMPLE_DIMS, *_CONFUSION_DIMS}:
+        return None
+    return _aligned_confusion(da).transpose(*_SAMPLE_DIMS, *_CONFUSION_DIMS)
+
+
+def _sample_array(da: xr.DataArray, *dims: str) -> np.ndarray:
+    """Draws as a (sample, *dims) float array, sample = chain x draw (1 if absent).
+
+    Parameters
+    ----------
+    da : xarray.DataArray
+        With ``dims`` and optionally chain and draw.
+    *dims : str
+        The other dims, in the order wanted.
+
+    Returns
+    -------
+    numpy.ndarray of float
+    """
+    sample = [d for d in _SAMPLE_DIMS if d in da.dims]
+    da = da.transpose(*sample, *dims)
+    return np.asarray(da.values, dtype=float).reshape(-1, *[da.sizes[d] for d in dims])
+
+
+def _is_one_coin(post: xr.Dataset) -> bool:
+    """Whether a confusion fit is the one-coin variant (a per-annotator ``accuracy``).
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+
+    Returns
+    -------
+    bool
+    """
+    return "accuracy" in post and _is_annotator_measure(post["accuracy"])
+
+
+def _confusion_alpha(post: xr.Dataset) -> xr.DataArray | None:
+    """The Dirichlet rows of an EM fit's confusion, aligned, if usable.
+
+    Only a one-draw fit of a full confusion model uses them: with many draws
+    the draws carry the uncertainty, and the one-coin EM stores the rows of the
+    full model, which do not describe its single accuracy per annotator.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+
+    Returns
+    -------
+    xarray.DataArray or None
+        (annotator, true_class, label_class), label classes in the true classes'
+        order.
+    """
+    if "confusion_alpha" not in post or _n_samples(post) > 1 or _is_one_coin(post):
+        return None
+    da = post["confusion_alpha"]
+    if set(da.dims) != set(_CONFUSION_DIMS):
+        return None
+    return _aligned_confusion(da, "confusion_alpha").transpose(*_CONFUSION_DIMS)
+
+
+def _beta_marginals(alpha: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
+    """Beta parameters of each cell's marginal under Dirichlet rows.
+
+    Parameters
+    ----------
+    alpha : xarray.DataArray
+        (annotator, true_class, label_class) Dirichlet concentrations.
+
+    Returns
+    -------
+    a, b : numpy.ndarray, shape (annotator, true_class, label_class)
+        Cell (j, k, l) is Beta(alpha_jkl, sum_l' alpha_jkl' - alpha_jkl).
+    """
+    a = np.asarray(alpha.values, dtype=float)
+    return a, a.sum(axis=2, keepdims=True) - a
+
+
+def _class_weights(post: xr.Dataset, conf: xr.DataArray) -> np.ndarray | None:
+    """Share of each true class, per draw, to average per-class accuracies with.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+    conf : xarray.DataArray
+        The aligned confusion draws (for the class order).
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (sample or 1, true_class), or None
+        The ``prevalence`` draws when the fit has them (true_class), else the
+        mean over items of ``item_class_prob`` per draw; None when it has
+        neither.
+    """
+    if "prevalence" in post and D.TRUE_CLASS in post["prevalence"].dims and set(
+            post["prevalence"].dims) <= {*_SAMPLE_DIMS, D.TRUE_CLASS}:
+        weights = post["prevalence"]
+    elif "item_class_prob" in post and set(post["item_class_prob"].dims) - set(
+            _SAMPLE_DIMS) == {D.ITEM, D.TRUE_CLASS}:
+        weights = post["item_class_prob"].mean(D.ITEM)
+    else:
+        return None
+    if weights.sizes[D.TRUE_CLASS] != conf.sizes[D.TRUE_CLASS]:
+        raise ValueError(
+            f"the fit's class shares have {weights.sizes[D.TRUE_CLASS]} classes but its "
+            f"confusion has {conf.sizes[D.TRUE_CLASS]}."
+        )
+    return _sample_array(weights, D.TRUE_CLASS)
+
+
+def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
+                        ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
+    """Per-class and overall accuracy of each annotator of a confusion fit.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+    conf : xarray.DataArray
+        The aligned confusion draws, from :func:`_confusion_of`.
+    ci_prob : float
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (overall; absent for a one-coin fit, whose own ``accuracy``
+        variable is that overall accuracy, and when the fit has no class shares)
+        then ``accuracy_<class>`` for each true class, each a dict of ``mean``,
+        ``sd``, ``lower``, ``upper`` vectors over annotators.
+    """
+    diag = np.diagonal(_sample_array(conf, *_CONFUSION_DIMS), axis1=2, axis2=3)  # (S, J, K)
+    names = [f"accuracy_{c}" for c in _class_names(conf)]
+    if len(set(names)) < len(names):
+        raise ValueError(
+            f"the true classes {_class_names(conf)} give duplicate column names {names}; "
+            f"give the classes distinct names."
+        )
+    weights = None if _is_one_coin(post) else _class_weights(post, conf)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    if diag.shape[0] > 1:
+        if weights is not None:
+            out["accuracy"] = _summarise_draws(np.sum(weights[:, None, :] * diag, axis=2),
+                                               ci_prob)
+        for k, name in enumerate(names):
+            out[name] = _summarise_draws(diag[:, :, k], ci_prob)
+        return out
+
+    point = diag[0]  # (J, K)
+    nan = np.full(point.shape[0], np.nan)
+    if weights is not None:
+        out["accuracy"] = {"mean": point @ weights[0], "sd": nan, "lower": nan.copy(),
+                           "upper": nan.copy()}
+    for k, name in enumerate(names):
+        out[name] = {"mean": point[:, k], "sd": nan.copy(), "lower": nan.copy(),
+                     "upper": nan.copy()}
+    alpha = _confusion_alpha(post)
+    if alpha is None:
+        return out
+    a, b = (np.diagonal(x, axis1=1, axis2=2) for x in _beta_marginals(alpha))  # (J, K)
+    tail = (1 - ci_prob) / 2
+    for k, name in enumerate(names):
+        out[name]["sd"] = stats.beta.std(a[:, k], b[:, k])
+        out[name]["lower"] = stats.beta.ppf(tail, a[:, k], b[:, k])
+        out[name]["upper"] = stats.beta.ppf(1 - tail, a[:, k], b[:, k])
+    if weights is not None:
+        # rows are independent and the overall accuracy only involves their
+        # diagonal cells, so drawing those from their Beta marginals is drawing
+        # from the Dirichlet rows
+        rng = np.random.default_rng(_MC_SEED)
+        mc = np.zeros((_MC_DRAWS, a.shape[0]))
+        for k in range(a.shape[1]):
+            mc += weights[0, k] * rng.beta(a[:, k], b[:, k], size=mc.shape)
+        spread = _summarise_draws(mc, ci_prob)
+        out["accuracy"].update({s: spread[s] for s in ("sd", "lower", "upper")})
+    return out
+
+
 # --------------------------------------------------------------- the table
 def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) -> pd.DataFrame:
     """One row per annotator: mean, sd and interval of each quality measure.
@@ -291,15 +552,20 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
         Measures, in this order: ``sensitivity``, ``specificity`` and ``weight``
         = logit(sensitivity) + logit(specificity), the annotator's weight in the
         log-odds of the true label (Raykar et al. 2009, sec. 6.2), when the fit
-        has sensitivity and specificity; then every other posterior variable
-        whose only dims besides chain and draw is ``annotator`` (e.g.
-        ``precision``), in the fit's variable order.
+        has sensitivity and specificity; then, when the fit has a ``confusion``
+        (annotator, true_class, label_class), ``accuracy``, the overall
+        probability of a correct label, and ``accuracy_<class>`` =
+        ``confusion[j, k, k]`` for each true class k, named by the user's
+        class names (the ``true_class`` coordinate); then every other
+        posterior variable whose only dims besides chain and draw is
+        ``annotator`` (e.g. ``precision``), in the fit's variable order.
 
     Raises
     ------
     ValueError
         If ``ci_prob`` is not strictly between 0 and 1, if the fit has no
-        per-annotator variable, or if ``rank_by`` is not a column.
+        per-annotator variable, if ``rank_by`` is not a column, or if the
+        confusion's true and label classes do not match.
 
     Notes
     -----
@@ -314,14 +580,35 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     for sensitivity and specificity, and, for the weight, the sd and quantiles
     of 4000 Monte Carlo draws per annotator from them (fixed seed). The
     point estimate is the mode of the Beta, not its mean.
+
+    Accuracy. The overall accuracy is ``sum_k pi_k confusion[j, k, k]``, the
+    probability that annotator j labels a random item correctly, computed
+    draw by draw with ``pi`` the ``prevalence`` draws when the fit has them
+    and otherwise the mean over items of ``item_class_prob`` in that draw (a
+    fit with features); a fit with neither gets per-class accuracies only.
+    Label classes are matched to true classes by name. A one-coin fit (a
+    per-annotator ``accuracy`` variable) reports that variable as its overall
+    accuracy, which it is under any class shares, and its per-class
+    accuracies all equal it.
+
+    A one-draw fit of a full confusion model (EM) that stores its Dirichlet
+    rows ``confusion_alpha`` (annotator, true_class, label_class), alpha plus
+    expected counts, gets the sd and quantiles of ``accuracy_<class>`` from
+    the Beta marginal Beta(alpha_kk, sum_l alpha_kl - alpha_kk), and those of
+    ``accuracy`` from 4000 Monte Carlo draws per annotator from the rows
+    (fixed seed), the class shares held at their point estimate. A one-coin
+    EM fit ignores ``confusion_alpha``: those rows are the full model's, not
+    the posterior of its single accuracy.
     """
     ci_prob = _check_ci_prob(ci_prob)
     post = posterior_of(fit)
     found = {name: post[name] for name in post.data_vars if _is_annotator_measure(post[name])}
-    if not found:
+    conf = _confusion_of(post)
+    if not found and conf is None:
         raise ValueError(
-            f"this fit has no per-annotator variable (dims chain, draw, annotator) to "
-            f"summarise; its variables are {sorted(map(str, post.data_vars))}."
+            f"this fit has no per-annotator variable (dims chain, draw, annotator, or a "
+            f"confusion (annotator, true_class, label_class)) to summarise; its variables are "
+            f"{sorted(map(str, post.data_vars))}."
         )
     measures: dict[str, xr.DataArray] = {}
     if "sensitivity" in found and "specificity" in found:
@@ -329,6 +616,8 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
         measures["specificity"] = found.pop("specificity")
         measures["weight"] = found.pop(
             "weight", logit(measures["sensitivity"]) + logit(measures["specificity"]))
+    if conf is not None and "accuracy" in found:  # one-coin: its accuracy is the overall one
+        measures["accuracy"] = found.pop("accuracy")
     measures.update(found)
 
     annotators = pd.Index(post[D.ANNOTATOR].values, name=D.ANNOTATOR)
@@ -337,8 +626,22 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
                      for name, da in measures.items()}
     else:
         summaries = _single_draw_summary(post, measures, ci_prob)
+    if conf is not None:
+        accuracies = _accuracy_summaries(post, conf, ci_prob)
+        clash = sorted(set(accuracies) & set(summaries) - {"accuracy"})
+        if clash:
+            raise ValueError(
+                f"the per-class accuracy names {clash} clash with variables of the fit of the "
+                f"same name; rename those variables."
+            )
+        ordered = [n for n in ("sensitivity", "specificity", "weight") if n in summaries]
+        ordered += ["accuracy"] if "accuracy" in summaries or "accuracy" in accuracies else []
+        ordered += [n for n in accuracies if n != "accuracy"]
+        ordered += [n for n in summaries if n not in ordered]
+        summaries = {**accuracies, **summaries}
+        summaries = {n: summaries[n] for n in ordered}
     columns = {f"{name}_{stat}": summaries[name][stat]
-               for name in measures for stat in _STATS}
+               for name in summaries for stat in _STATS}
     table = pd.DataFrame(columns, index=annotators)
     table["n_labels"] = _n_labels(fit, post, annotators)
 
@@ -501,6 +804,280 @@ def plot_annotators(fit, *, truth=None, ci_prob: float = 0.9, ax=None, label_top
     ax.set_ylabel("sensitivity (true positive rate)")
     ax.legend(loc="lower right", fontsize=8)
     return ax
+
+
+# ---------------------------------------------------------- confusion plots
+def _confusion_for_plot(fit) -> tuple[xr.Dataset, xr.DataArray]:
+    """The posterior and the aligned confusion draws of a fit, or a clear error.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+
+    Returns
+    -------
+    post : xarray.Dataset
+    conf : xarray.DataArray
+        (chain, draw, annotator, true_class, label_class).
+    """
+    post = posterior_of(fit)
+    conf = _confusion_of(post)
+    if conf is None:
+        raise ValueError(
+            f"plotting a confusion matrix needs a confusion (annotator, true_class, "
+            f"label_class) variable, e.g. a Dawid-Skene fit; this fit's variables are "
+            f"{sorted(map(str, post.data_vars))}."
+        )
+    return post, conf
+
+
+def _annotator_position(annotators: pd.Index, annotator) -> int:
+    """Position of an annotator id, or a ValueError listing valid ids.
+
+    Parameters
+    ----------
+    annotators : pandas.Index
+        The fit's annotator ids.
+    annotator : hashable
+
+    Returns
+    -------
+    int
+    """
+    try:
+        position = int(annotators.get_indexer([annotator])[0])
+    except (TypeError, ValueError):
+        position = -1
+    if position < 0:
+        raise ValueError(
+            f"annotator {annotator!r} is not in this fit; valid ids include "
+            f"{list(annotators[:5])} ({len(annotators)} annotators), or None for the "
+            f"population."
+        )
+    return position
+
+
+def _monte_carlo_mixture(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
+                         ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of a weighted sum over annotators of independent Beta cells.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray, shape (annotator, true_class, label_class)
+        Beta parameters of each cell.
+    weights : numpy.ndarray, shape (annotator,)
+    ci_prob : float
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray, shape (true_class, label_class)
+        Quantiles of 4000 Monte Carlo draws per cell (fixed seed).
+    """
+    rng = np.random.default_rng(_MC_SEED)
+    tail = (1 - ci_prob) / 2
+    K = a.shape[1]
+    lower, upper = np.empty((K, K)), np.empty((K, K))
+    for k in range(K):
+        for m in range(K):
+            draws = rng.beta(a[:, k, m], b[:, k, m], size=(_MC_DRAWS, a.shape[0])) @ weights
+            lower[k, m], upper[k, m] = np.quantile(draws, [tail, 1 - tail])
+    return lower, upper
+
+
+def _confusion_cells(fit, annotator, ci_prob: float):
+    """Mean and interval of each cell of one annotator's or the population's confusion.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+    annotator : hashable or None
+    ci_prob : float
+
+    Returns
+    -------
+    mean, lower, upper : numpy.ndarray, shape (true_class, label_class)
+        ``lower``/``upper`` are NaN when the fit carries no uncertainty.
+    classes : list
+        The class names, the order of both axes.
+    title : str
+    """
+    post, conf = _confusion_for_plot(fit)
+    annotators = pd.Index(post[D.ANNOTATOR].values, name=D.ANNOTATOR)
+    counts = _n_labels(fit, post, annotators)
+    draws = _sample_array(conf, *_CONFUSION_DIMS)  # (S, J, K, K)
+    alpha = _confusion_alpha(post)
+    tail = (1 - ci_prob) / 2
+    interval = None
+
+    if annotator is not None:
+        j = _annotator_position(annotators, annotator)
+        cells = draws[:, j]
+        n = counts.iloc[j]
+        title = f"{annotator} ({int(n)} labels)" if np.isfinite(n) else (
+            f"{annotator} (labels not recorded)")
+        if len(cells) == 1 and alpha is not None:
+            a, b = _beta_marginals(alpha)
+            interval = (stats.beta.ppf(tail, a[j], b[j]), stats.beta.ppf(1 - tail, a[j], b[j]))
+    elif "confusion_mean" in post and set(post["confusion_mean"].dims) == {
+            *_SAMPLE_DIMS, D.TRUE_CLASS, D.LABEL_CLASS}:
+        mean_da = _aligned_confusion(post["confusion_mean"], "confusion_mean")
+        cells = _sample_array(mean_da, D.TRUE_CLASS, D.LABEL_CLASS)
+        total = counts.sum() if counts.notna().all() else None
+        title = "population (confusion_mean" + (f", {int(total)} labels)" if total is not None
+                                                else ")")
+    else:
+        if counts.isna().any():
+            raise ValueError(
+                "annotator=None averages the annotators' confusions weighted by their "
+                "numbers of labels, which this fit does not record (no n_labels); pass an "
+                f"annotator id such as {annotators[0]!r}."
+            )
+        weights = counts.to_numpy(dtype=float) / counts.sum()
+        cells = np.einsum("sjkl,j->skl", draws, weights)
+        title = f"all annotators, weighted by labels ({int(counts.sum())} labels)"
+        if len(cells) == 1 and alpha is not None:
+            interval = _monte_carlo_mixture(*_beta_marginals(alpha), weights, ci_prob)
+
+    if len(cells) > 1:
+        interval = (np.quantile(cells, tail, axis=0), np.quantile(cells, 1 - tail, axis=0))
+    if interval is None:
+        interval = (np.full(cells.shape[1:], np.nan), np.full(cells.shape[1:], np.nan))
+    return cells.mean(axis=0), interval[0], interval[1], _class_names(conf), title
+
+
+def _draw_confusion(ax, mean, lower, upper, classes, title):
+    """Draw a confusion heatmap with annotated cells.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    mean, lower, upper : numpy.ndarray, shape (K, K)
+    classes : list
+    title : str
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
+    image = ax.imshow(mean, vmin=0, vmax=1, cmap="Blues")
+    for k in range(mean.shape[0]):
+        for m in range(mean.shape[1]):
+            text = f"{mean[k, m]:.2f}"
+            if np.isfinite(lower[k, m]) and np.isfinite(upper[k, m]):
+                text += f"\n[{lower[k, m]:.2f}, {upper[k, m]:.2f}]"
+            ax.text(m, k, text, ha="center", va="center", fontsize=8,
+                    color="white" if mean[k, m] > 0.6 else "black")
+    ticks = np.arange(len(classes))
+    ax.set_xticks(ticks, [str(c) for c in classes])
+    ax.set_yticks(ticks, [str(c) for c in classes])
+    ax.set_xlabel("label class")
+    ax.set_ylabel("true class")
+    ax.set_title(title, fontsize=10)
+    return image
+
+
+def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
+    """Heatmap of one annotator's confusion matrix, cells annotated with intervals.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        A fit with ``confusion`` (annotator, true_class, label_class), e.g. a
+        Dawid-Skene fit (EM, MAP or NUTS).
+    annotator : hashable, optional
+        The user's annotator id. ``None`` shows the population: the
+        hierarchical ``confusion_mean`` when the fit has it, otherwise the
+        average of the annotators' confusions weighted by their numbers of
+        labels (``n_labels``), computed draw by draw.
+    ax : matplotlib Axes, optional
+        Axes to draw on; default a new figure with a colour bar.
+    ci_prob : float, default 0.9
+        Probability of the equal-tailed intervals.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The heatmap is ``ax.images[0]``: rows are true classes, columns label
+        classes (both in the ``true_class`` order, label classes matched by
+        name), colours the posterior mean (the point estimate of a one-draw
+        fit) on a fixed 0..1 scale. Each cell is written as ``"0.82"``, or
+        ``"0.82\\n[0.75, 0.88]"`` with its interval when the fit has draws, or
+        is an EM fit with ``confusion_alpha`` (intervals of the Beta marginals;
+        for the population, of 4000 Monte Carlo draws, fixed seed). The title
+        names the annotator and its number of labels.
+
+    Raises
+    ------
+    ValueError
+        If the fit has no confusion, ``annotator`` is not one of its ids,
+        ``annotator=None`` and the fit records neither ``confusion_mean`` nor
+        ``n_labels``, or ``ci_prob`` is not strictly between 0 and 1.
+    """
+    import matplotlib.pyplot as plt
+
+    ci_prob = _check_ci_prob(ci_prob)
+    mean, lower, upper, classes, title = _confusion_cells(fit, annotator, ci_prob)
+    if ax is None:
+        size = 1.2 + 1.1 * len(classes)
+        fig, ax = plt.subplots(figsize=(size + 1.2, size))
+        fig.colorbar(_draw_confusion(ax, mean, lower, upper, classes, title), ax=ax,
+                     label="probability")
+    else:
+        _draw_confusion(ax, mean, lower, upper, classes, title)
+    return ax
+
+
+def plot_confusions(fit, annotators, ncols: int = 3, *, ci_prob: float = 0.9):
+    """Confusion heatmaps of several annotators, one panel each, on one colour scale.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        As for :func:`plot_confusion`.
+    annotators : sequence
+        Annotator ids, in panel order; ``None`` in it is the population panel.
+        A single id (a string) is one panel.
+    ncols : int, default 3
+        Panels per row (fewer when there are fewer panels).
+    ci_prob : float, default 0.9
+        Probability of the intervals written in the cells.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One Axes per annotator (as drawn by :func:`plot_confusion`), every
+        heatmap on the colour scale 0..1, with one shared colour bar; unused
+        grid cells are hidden.
+
+    Raises
+    ------
+    ValueError
+        If ``annotators`` is empty, ``ncols`` is not a positive integer, or
+        :func:`plot_confusion` rejects an annotator (checked before drawing).
+    """
+    import matplotlib.pyplot as plt
+
+    ci_prob = _check_ci_prob(ci_prob)
+    if isinstance(annotators, str | bytes) or not np.iterable(annotators):
+        annotators = [annotators]
+    annotators = list(annotators)
+    if not annotators:
+        raise ValueError("annotators is empty; give at least one annotator id (or None).")
+    if isinstance(ncols, bool) or not isinstance(ncols, int | np.integer) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer, got {ncols!r}.")
+    panels = [_confusion_cells(fit, a, ci_prob) for a in annotators]
+    ncols = min(int(ncols), len(panels))
+    nrows = -(-len(panels) // ncols)
+    size = 1.2 + 1.1 * len(panels[0][3])
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 1.2, size * nrows),
+                             squeeze=False, layout="constrained")
+    image = None
+    for ax, cells in zip(axes.ravel(), panels, strict=False):
+        image = _draw_confusion(ax, *cells)
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
+    fig.colorbar(image, ax=axes.ravel().tolist(), label="probability")
+    return fig
 
 
 # --------------------------------------------------------------------- ROC

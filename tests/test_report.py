@@ -645,3 +645,385 @@ def test_accuracy_errors():
         continuous=True, gold=pd.Series({1: 0.4}))
     with pytest.raises(ValueError, match="needs categorical annotations"):
         report.accuracy(probs, continuous)
+
+
+# ------------------------------------------------------- confusion fits
+CLASSES = ["cat", "dog", "fox"]
+ROW_CONCENTRATION = np.array([[8.0, 1.0, 1.0], [2.0, 6.0, 2.0], [1.0, 1.0, 4.0]])
+
+
+def confusion_fit(rng, n_chains=2, n_draws=50, prevalence=True, n_labels=None):
+    """A NUTS-like Dawid-Skene posterior with known confusion draws.
+
+    The label classes are stored in another order than the true classes, so
+    that matching them by name is tested too.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_chains, n_draws : int
+    prevalence : bool
+        Store ``prevalence`` draws (else only ``item_class_prob``, as a fit
+        with features).
+    n_labels : sequence of int, optional
+        Stored as ``n_labels`` (annotator), in ANNOTATORS order.
+
+    Returns
+    -------
+    ds : xarray.Dataset
+    raw : dict
+        ``confusion`` (chain, draw, annotator, true, label) in CLASSES order for
+        both class axes, ``prevalence`` (chain, draw, true) and
+        ``item_class_prob`` (chain, draw, item, true).
+    """
+    sample = (n_chains, n_draws, len(ANNOTATORS))
+    raw = {
+        "confusion": np.stack([rng.dirichlet(row, size=sample) for row in ROW_CONCENTRATION],
+                              axis=3),
+        "prevalence": rng.dirichlet([3.0, 2.0, 1.0], size=(n_chains, n_draws)),
+        "item_class_prob": rng.dirichlet([1.0, 1.0, 1.0], size=(n_chains, n_draws, 5)),
+    }
+    data = {
+        "confusion": (("chain", "draw", "annotator", "true_class", "label_class"),
+                      raw["confusion"]),
+        "item_class_prob": (("chain", "draw", "item", "true_class"), raw["item_class_prob"]),
+    }
+    if prevalence:
+        data["prevalence"] = (("chain", "draw", "true_class"), raw["prevalence"])
+    if n_labels is not None:
+        data["n_labels"] = ("annotator", np.asarray(n_labels))
+    ds = xr.Dataset(data, coords={"chain": np.arange(n_chains), "draw": np.arange(n_draws),
+                                  "annotator": ANNOTATORS, "item": list("vwxyz"),
+                                  "true_class": CLASSES, "label_class": CLASSES})
+    return ds.isel(label_class=[2, 0, 1]), raw
+
+
+def diagonal(conf):
+    """The (..., annotator, class) diagonal of (..., annotator, true, label) values.
+
+    Parameters
+    ----------
+    conf : numpy.ndarray
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    return np.diagonal(conf, axis1=-2, axis2=-1)
+
+
+def stat_columns(measures):
+    """The summary columns of some measures, in order.
+
+    Parameters
+    ----------
+    measures : list of str
+
+    Returns
+    -------
+    list of str
+    """
+    return [f"{m}_{s}" for m in measures for s in ("mean", "sd", "lower", "upper")]
+
+
+@pytest.mark.parametrize("ci_prob", [0.9, 0.5])
+def test_summary_confusion_per_class_accuracy_is_the_diagonal(rng, ci_prob):
+    ds, raw = confusion_fit(rng, n_labels=[10, 20, 30])
+    table = report.annotator_summary(ds, ci_prob=ci_prob)
+    per_class = [f"accuracy_{c}" for c in CLASSES]
+    assert list(table.columns) == stat_columns(["accuracy", *per_class]) + ["n_labels"]
+    diag = diagonal(raw["confusion"])  # (chain, draw, annotator, class)
+    for k, name in enumerate(per_class):
+        for stat, value in expected_stats(diag[..., k], ci_prob).items():
+            np.testing.assert_allclose(table[f"{name}_{stat}"].to_numpy(), value, rtol=1e-12,
+                                       err_msg=f"{name}_{stat}")
+    assert table["n_labels"].tolist() == [10, 20, 30]
+
+
+def test_summary_confusion_overall_accuracy_weights_by_prevalence_per_draw(rng):
+    ds, raw = confusion_fit(rng)
+    table = report.annotator_summary(as_tree(ds))
+    overall = np.sum(raw["prevalence"][:, :, None, :] * diagonal(raw["confusion"]), axis=-1)
+    for stat, value in expected_stats(overall, 0.9).items():
+        np.testing.assert_allclose(table[f"accuracy_{stat}"].to_numpy(), value, rtol=1e-12)
+
+
+def test_summary_confusion_without_prevalence_uses_item_class_prob(rng):
+    ds, raw = confusion_fit(rng, prevalence=False)
+    table = report.annotator_summary(ds)
+    shares = raw["item_class_prob"].mean(axis=2)  # (chain, draw, class), per draw
+    overall = np.sum(shares[:, :, None, :] * diagonal(raw["confusion"]), axis=-1)
+    for stat, value in expected_stats(overall, 0.9).items():
+        np.testing.assert_allclose(table[f"accuracy_{stat}"].to_numpy(), value, rtol=1e-12)
+    no_shares = report.annotator_summary(ds.drop_vars("item_class_prob"))
+    assert list(no_shares.columns) == stat_columns([f"accuracy_{c}" for c in CLASSES]) + [
+        "n_labels"]
+
+
+def test_summary_confusion_one_coin_reuses_its_accuracy(rng):
+    ds, raw = confusion_fit(rng)
+    acc = rng.beta(6.0, 2.0, size=(2, 50, 3))
+    eye = np.eye(3)
+    conf = eye * acc[..., None, None] + (1 - eye) * ((1 - acc) / 2)[..., None, None]
+    one_coin = ds.assign(
+        accuracy=(("chain", "draw", "annotator"), acc),
+        confusion=xr.DataArray(conf, dims=("chain", "draw", "annotator", "true_class",
+                                           "label_class"),
+                               coords={"true_class": CLASSES, "label_class": CLASSES}))
+    table = report.annotator_summary(one_coin)
+    assert list(table.columns) == stat_columns(
+        ["accuracy", *[f"accuracy_{c}" for c in CLASSES]]) + ["n_labels"]
+    for stat, value in expected_stats(acc, 0.9).items():
+        np.testing.assert_allclose(table[f"accuracy_{stat}"].to_numpy(), value, rtol=1e-12)
+        for c in CLASSES:
+            np.testing.assert_allclose(table[f"accuracy_{c}_{stat}"].to_numpy(), value,
+                                       rtol=1e-12)
+
+
+def test_summary_two_coin_fit_has_no_accuracy_columns(rng):
+    ds, _ = draws_fit(rng)
+    assert not [c for c in report.annotator_summary(ds).columns if c.startswith("accuracy")]
+
+
+def test_summary_confusion_classes_must_match(rng):
+    ds, _ = confusion_fit(rng)
+    renamed = ds.assign_coords(label_class=["cat", "dog", "emu"])
+    with pytest.raises(ValueError, match=r"true class\(es\) \['fox'\] have no label class"):
+        report.annotator_summary(renamed)
+
+
+ALPHA = np.array([
+    [[40.0, 3.0, 2.0], [4.0, 30.0, 6.0], [3.0, 2.0, 20.0]],
+    [[12.0, 5.0, 4.0], [6.0, 9.0, 3.0], [2.0, 4.0, 7.0]],
+    [[5.0, 2.0, 2.0], [2.0, 3.0, 2.0], [1.5, 1.5, 3.0]],
+])
+"""Dirichlet rows (annotator, true, label) of an EM confusion fit, ANNOTATORS order."""
+PREVALENCE = np.array([0.5, 0.3, 0.2])
+
+
+def em_confusion_fit(one_coin=False):
+    """A one-draw EM-like Dawid-Skene Dataset whose point is the mode of ALPHA.
+
+    Parameters
+    ----------
+    one_coin : bool
+        Add a per-annotator ``accuracy`` (the one-coin variant).
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    mode = (ALPHA - 1) / (ALPHA.sum(axis=2, keepdims=True) - 3)
+    data = {
+        "confusion": (("chain", "draw", "annotator", "true_class", "label_class"),
+                      mode[None, None]),
+        "prevalence": (("chain", "draw", "true_class"), PREVALENCE[None, None]),
+        "n_labels": ("annotator", np.array([60, 25, 8])),
+        "confusion_alpha": (("annotator", "true_class", "label_class"), ALPHA),
+    }
+    if one_coin:
+        data["accuracy"] = (("chain", "draw", "annotator"), diagonal(mode)[None, None, :, 0])
+    return xr.Dataset(data, coords={"chain": [0], "draw": [0], "annotator": ANNOTATORS,
+                                    "true_class": CLASSES, "label_class": CLASSES})
+
+
+@pytest.mark.parametrize("ci_prob", [0.9, 0.6])
+def test_summary_em_confusion_alpha_gives_beta_intervals(ci_prob):
+    table = report.annotator_summary(em_confusion_fit(), ci_prob=ci_prob)
+    tail = (1 - ci_prob) / 2
+    a = diagonal(ALPHA)
+    b = ALPHA.sum(axis=2) - a
+    mode = (a - 1) / (ALPHA.sum(axis=2) - 3)
+    for k, c in enumerate(CLASSES):
+        np.testing.assert_allclose(table[f"accuracy_{c}_mean"], mode[:, k], rtol=1e-12)
+        np.testing.assert_allclose(table[f"accuracy_{c}_sd"], stats.beta.std(a[:, k], b[:, k]),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(table[f"accuracy_{c}_lower"],
+                                   stats.beta.ppf(tail, a[:, k], b[:, k]), rtol=1e-12)
+        np.testing.assert_allclose(table[f"accuracy_{c}_upper"],
+                                   stats.beta.ppf(1 - tail, a[:, k], b[:, k]), rtol=1e-12)
+    np.testing.assert_allclose(table["accuracy_mean"], mode @ PREVALENCE, rtol=1e-12)
+    assert table["n_labels"].tolist() == [60, 25, 8]
+
+
+def test_summary_em_confusion_overall_accuracy_is_monte_carlo_from_the_rows():
+    fit = em_confusion_fit()
+    table = report.annotator_summary(fit)
+    # an independent, much larger Monte Carlo from the whole Dirichlet rows
+    big = np.random.default_rng(7)
+    n = 200_000
+    overall = np.zeros((n, 3))
+    for j in range(3):
+        for k in range(3):
+            overall[:, j] += PREVALENCE[k] * big.dirichlet(ALPHA[j, k], size=n)[:, k]
+    sd = overall.std(0, ddof=1)
+    np.testing.assert_allclose(table["accuracy_sd"], sd, rtol=0.05)
+    for column, q in (("accuracy_lower", 0.05), ("accuracy_upper", 0.95)):
+        error = np.abs(table[column].to_numpy() - np.quantile(overall, q, axis=0))
+        assert np.all(error < 0.1 * sd), column
+    pd.testing.assert_frame_equal(table, report.annotator_summary(fit))  # fixed seed
+
+
+def test_summary_em_one_coin_ignores_confusion_alpha():
+    table = report.annotator_summary(em_confusion_fit(one_coin=True))
+    assert table.columns.is_unique
+    assert table.filter(regex="_(sd|lower|upper)$").isna().all().all()
+
+
+def test_summary_of_real_dawid_skene_em_recovers_the_diagonal():
+    from crowd_models.models import dawid_skene as ds
+
+    truth = np.array([
+        [[0.90, 0.05, 0.05], [0.10, 0.80, 0.10], [0.20, 0.10, 0.70]],
+        [[0.60, 0.20, 0.20], [0.30, 0.60, 0.10], [0.20, 0.20, 0.60]],
+        [[0.85, 0.10, 0.05], [0.05, 0.90, 0.05], [0.10, 0.15, 0.75]],
+        [[0.70, 0.15, 0.15], [0.15, 0.70, 0.15], [0.15, 0.15, 0.70]],
+    ])
+    # 1000 items: each cell's sd is then about 0.03 (with 300 the weak annotator misses by
+    # up to 0.18 on some seeds)
+    sim = ds.simulate(truth, n_items=1000, classes=["low", "mid", "high"], rng=1)
+    table = report.annotator_summary(ds.em(sim))
+    expected = diagonal(sim.truth["confusion"].sel(annotator=table.index.to_numpy()).values)
+    for k, c in enumerate(["low", "mid", "high"]):
+        np.testing.assert_allclose(table[f"accuracy_{c}_mean"], expected[:, k], atol=0.08)
+        assert (table[f"accuracy_{c}_lower"] < table[f"accuracy_{c}_upper"]).all()
+    assert table["n_labels"].tolist() == [1000] * 4
+    one_coin = report.annotator_summary(ds.em(sim, variant="one_coin"))
+    assert one_coin.columns.is_unique and "accuracy_mean" in one_coin
+
+
+# ---------------------------------------------------------- plot_confusion
+def cell_texts(ax):
+    """The cell annotations of a confusion heatmap, as a (K, K) array of str.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+
+    Returns
+    -------
+    numpy.ndarray of str
+    """
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+             for t in ax.texts}
+    K = round(len(texts) ** 0.5)
+    return np.array([[texts[k, m] for m in range(K)] for k in range(K)])
+
+
+def expected_texts(mean, lower=None, upper=None):
+    """Cell annotations as plot_confusion formats them.
+
+    Parameters
+    ----------
+    mean, lower, upper : numpy.ndarray, shape (K, K)
+
+    Returns
+    -------
+    numpy.ndarray of str
+    """
+    if lower is None:
+        return np.vectorize(lambda m: f"{m:.2f}")(mean)
+    return np.vectorize(lambda m, lo, hi: f"{m:.2f}\n[{lo:.2f}, {hi:.2f}]")(mean, lower, upper)
+
+
+def test_plot_confusion_image_is_the_mean_with_intervals(rng):
+    ds, raw = confusion_fit(rng, n_labels=[10, 20, 30])
+    ax = report.plot_confusion(as_tree(ds), "ann_a", ci_prob=0.8)
+    draws = raw["confusion"][:, :, 1].reshape(-1, 3, 3)  # ann_a, classes in CLASSES order
+    mean = draws.mean(0)
+    assert len(ax.images) == 1
+    np.testing.assert_allclose(ax.images[0].get_array(), mean, rtol=1e-12)
+    assert ax.images[0].get_clim() == (0, 1)
+    lower, upper = np.quantile(draws, [0.1, 0.9], axis=0)
+    np.testing.assert_array_equal(cell_texts(ax), expected_texts(mean, lower, upper))
+    assert ax.get_title() == "ann_a (20 labels)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == CLASSES
+    assert [t.get_text() for t in ax.get_yticklabels()] == CLASSES
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("label class", "true class")
+
+
+def test_plot_confusion_population_is_label_weighted_per_draw(rng):
+    ds, raw = confusion_fit(rng)
+    fit = as_tree(ds, n_labels=[10, 20, 30])
+    _, given = plt.subplots()
+    ax = report.plot_confusion(fit, ax=given)
+    assert ax is given
+    weighted = np.einsum("cdjkl,j->cdkl", raw["confusion"], np.array([10, 20, 30]) / 60)
+    draws = weighted.reshape(-1, 3, 3)
+    np.testing.assert_allclose(ax.images[0].get_array(), draws.mean(0), rtol=1e-12)
+    lower, upper = np.quantile(draws, [0.05, 0.95], axis=0)
+    np.testing.assert_array_equal(cell_texts(ax), expected_texts(draws.mean(0), lower, upper))
+    assert ax.get_title() == "all annotators, weighted by labels (60 labels)"
+
+
+def test_plot_confusion_population_of_hierarchical_fit_is_confusion_mean(rng):
+    ds, _ = confusion_fit(rng)
+    mean_draws = rng.dirichlet([5.0, 1.0, 1.0], size=(2, 50, 3))
+    fit = ds.assign(confusion_mean=xr.DataArray(  # aligned to the fit's label order by name
+        mean_draws, dims=("chain", "draw", "true_class", "label_class"),
+        coords={"true_class": CLASSES, "label_class": CLASSES}))
+    assert list(fit["label_class"].values) != CLASSES
+    ax = report.plot_confusion(fit)  # no n_labels needed
+    np.testing.assert_allclose(ax.images[0].get_array(), mean_draws.reshape(-1, 3, 3).mean(0))
+    assert ax.get_title() == "population (confusion_mean)"
+
+
+def test_plot_confusion_em_intervals_are_the_beta_marginals():
+    ax = report.plot_confusion(em_confusion_fit(), "ann_c")
+    rows = ALPHA[2]
+    mode = (rows - 1) / (rows.sum(axis=1, keepdims=True) - 3)
+    np.testing.assert_allclose(ax.images[0].get_array(), mode, rtol=1e-12)
+    rest = rows.sum(axis=1, keepdims=True) - rows
+    lower, upper = stats.beta.ppf([[[0.05]], [[0.95]]], rows, rest)
+    np.testing.assert_array_equal(cell_texts(ax), expected_texts(mode, lower, upper))
+    assert ax.get_title() == "ann_c (8 labels)"
+    population = report.plot_confusion(em_confusion_fit())
+    assert all("[" in t for t in cell_texts(population).ravel())
+
+
+def test_plot_confusion_single_draw_without_alpha_has_no_intervals():
+    fit = em_confusion_fit().drop_vars(["confusion_alpha", "n_labels"])
+    ax = report.plot_confusion(fit, "ann_b")
+    mean = np.asarray(fit["confusion"].values[0, 0, 0])
+    np.testing.assert_array_equal(cell_texts(ax), expected_texts(mean))
+    assert ax.get_title() == "ann_b (labels not recorded)"
+
+
+def test_plot_confusion_errors(rng):
+    ds, _ = confusion_fit(rng)
+    with pytest.raises(ValueError, match=r"annotator 'ann_z' is not in this fit; valid ids "
+                                         r"include \['ann_b', 'ann_a', 'ann_c'\]"):
+        report.plot_confusion(ds, "ann_z")
+    with pytest.raises(ValueError, match="does not record \\(no n_labels\\); pass an annotator"):
+        report.plot_confusion(ds)
+    two_coin, _ = draws_fit(rng)
+    with pytest.raises(ValueError, match="needs a confusion .*'sensitivity'"):
+        report.plot_confusion(two_coin, "ann_a")
+    with pytest.raises(ValueError, match="ci_prob must be"):
+        report.plot_confusion(ds, "ann_a", ci_prob=1.5)
+
+
+def test_plot_confusions_one_panel_each_on_one_scale(rng):
+    ds, raw = confusion_fit(rng, n_labels=[10, 20, 30])
+    fig = report.plot_confusions(ds, ["ann_c", None, "ann_b", "ann_a"], ncols=3)
+    panels = [ax for ax in fig.axes if ax.images and ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == [
+        "ann_c (30 labels)", "all annotators, weighted by labels (60 labels)",
+        "ann_b (10 labels)", "ann_a (20 labels)"]
+    assert all(ax.images[0].get_clim() == (0, 1) for ax in panels)
+    np.testing.assert_allclose(panels[0].images[0].get_array(),
+                               raw["confusion"][:, :, 2].mean((0, 1)), rtol=1e-12)
+    assert sum(not ax.get_visible() for ax in fig.axes) == 2  # a 2 x 3 grid, 4 panels
+    assert len(report.plot_confusions(ds, "ann_a").axes) == 2  # one panel and its colour bar
+
+
+def test_plot_confusions_errors(rng):
+    ds, _ = confusion_fit(rng)
+    with pytest.raises(ValueError, match="annotators is empty"):
+        report.plot_confusions(ds, [])
+    with pytest.raises(ValueError, match="ncols must be a positive integer"):
+        report.plot_confusions(ds, ["ann_a"], ncols=0)
+    n_open = len(plt.get_fignums())
+    with pytest.raises(ValueError, match="'nobody' is not in this fit"):
+        report.plot_confusions(ds, ["ann_a", "nobody"])
+    assert len(plt.get_fignums()) == n_open  # checked before drawing

@@ -282,6 +282,10 @@ def build_model(
     and ``intercept`` (true_class); ``item_class_prob``; observed ``labels``
     (item) whose log-density is each item's marginal log-likelihood.
     ``model.crowd_start`` holds EM's majority-vote start.
+
+    The hierarchical posterior density is unbounded as a concentration goes to
+    zero, so it has no useful mode: sample it (``cm.sample(model, start=None)``
+    starts at the majority-vote start) rather than ``fit_map`` it.
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
@@ -307,9 +311,8 @@ def build_model(
             conc = pm.Gamma("confusion_concentration", alpha=shape, beta=rate,
                             dims=D.TRUE_CLASS)
             confusion = pm.Dirichlet("confusion", a=conc[:, None] * mean, dims=dims)
-            start = {"confusion": start["confusion"], "confusion_mean":
-                     start["confusion"].mean(axis=0),
-                     **{k: v for k, v in start.items() if k != "confusion"}}
+            start = {**start, "confusion_mean": start["confusion"].mean(axis=0),
+                     "confusion_concentration": np.full(K, shape / rate)}
         if annotations.features is None:
             prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
             log_prior = pt.log(prev)[None, :]
@@ -350,9 +353,9 @@ def em(
     instead of majority vote (e.g. to look for other local maxima).
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1),
-    ``item_class_prob``, ``n_labels`` and ``confusion_alpha`` (the Dirichlet
-    rows alpha + expected counts: the conjugate approximation to the
-    posterior given the soft labels); attrs ``log_posterior``,
+    ``item_class_prob``, ``n_labels`` and the conjugate approximation of the
+    posterior given the soft labels: ``confusion_alpha`` (Dirichlet rows, prior
+    + expected counts) or, one-coin, ``accuracy_alpha``/``accuracy_beta``; attrs ``log_posterior``,
     ``log_likelihood``, ``n_iter``, ``converged``.
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
@@ -376,11 +379,15 @@ def em(
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())
-    extra = {
-        "n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
-        "confusion_alpha": (_DIMS["confusion"],
-                            pri["confusion"] + _expected_counts(annotations, prob)),
-    }
+    counts = _expected_counts(annotations, prob)
+    extra = {"n_labels": ((D.ANNOTATOR,), annotations.n_labels())}
+    if variant == "one_coin":
+        a, b = pri["accuracy"]
+        correct = np.trace(counts, axis1=1, axis2=2)
+        extra["accuracy_alpha"] = ((D.ANNOTATOR,), a + correct)
+        extra["accuracy_beta"] = ((D.ANNOTATOR,), b + counts.sum(axis=(1, 2)) - correct)
+    else:
+        extra["confusion_alpha"] = (_DIMS["confusion"], pri["confusion"] + counts)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
         attrs={

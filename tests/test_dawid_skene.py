@@ -1,0 +1,196 @@
+"""The Dawid-Skene family: marginal likelihood, EM, MAP = EM, K = 2 = two-coin, NUTS."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+from scipy import stats
+from scipy.special import softmax
+
+import crowd_models as cm
+from crowd_models.models import dawid_skene as ds
+from crowd_models.models import two_coin
+
+SIMPLEX = pm.distributions.transforms.simplex
+
+
+def _confusions(accuracies, K):
+    return np.array([np.full((K, K), (1 - a) / (K - 1)) + np.eye(K) * (a - (1 - a) / (K - 1))
+                     for a in accuracies])
+
+
+@pytest.fixture(scope="module")
+def sim4():
+    conf = _confusions(np.linspace(0.5, 0.9, 6), 4)
+    conf[0, 1] = [0.1, 0.3, 0.5, 0.1]  # one annotator mixes up classes 1 and 2
+    return ds.simulate(conf, n_items=500, prevalence=[0.4, 0.3, 0.2, 0.1], labels_per_item=4,
+                       classes=["a", "b", "c", "d"], rng=np.random.default_rng(1))
+
+
+@pytest.fixture(scope="module")
+def sim4_features():
+    return ds.simulate(_confusions([0.55, 0.6, 0.7, 0.8], 3), n_items=400, n_features=3,
+                       rng=np.random.default_rng(2))
+
+
+def test_marginal_loglik_matches_brute_force():
+    df = pd.DataFrame({  # item "q" has a repeated label from "u"
+        "item": ["p", "p", "q", "q", "q", "r"],
+        "annotator": ["u", "v", "u", "u", "v", "v"],
+        "label": ["x", "y", "z", "z", "x", "y"],
+    })
+    ann = cm.Annotations.from_frame(df)
+    model = ds.build_model(ann)
+    rng = np.random.default_rng(0)
+    conf = rng.dirichlet(np.ones(3), size=(2, 3))
+    prev = np.array([0.5, 0.3, 0.2])
+    total = 0.0
+    for z in itertools.product(range(3), repeat=ann.n_items):
+        logp = np.log(prev[list(z)]).sum()
+        for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            logp += np.log(conf[j, z[i], y])
+        total += np.exp(logp)
+    point = {"confusion_simplex__": SIMPLEX.forward(conf).eval(),
+             "prevalence_simplex__": SIMPLEX.forward(prev).eval()}
+    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=1e-12)
+    log_prior = sum(stats.dirichlet.logpdf(row, np.roll([3, 1.5, 1.5], k))
+                    for jk in conf for k, row in enumerate(jk))
+    log_prior += stats.dirichlet.logpdf(prev, [2, 2, 2])
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, np.log(total) + log_prior, rtol=1e-12)
+
+
+def test_two_classes_equal_the_two_coin_model(sim_plain, plain_model):
+    model = ds.build_model(sim_plain)
+    sens = np.array([0.85, 0.7, 0.6, 0.65, 0.55])
+    spec = np.array([0.8, 0.75, 0.6, 0.7, 0.5])
+    conf = np.stack([np.stack([spec, 1 - spec], -1), np.stack([1 - sens, sens], -1)], 1)
+    ds_ll = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])({
+        "confusion_simplex__": SIMPLEX.forward(conf).eval(),
+        "prevalence_simplex__": SIMPLEX.forward(np.array([0.7, 0.3])).eval()})
+    tc_ll = plain_model.compile_fn(plain_model.logp(vars=[plain_model["labels"]],
+                                                    sum=False)[0])({
+        "sensitivity_logodds__": np.log(sens / (1 - sens)),
+        "specificity_logodds__": np.log(spec / (1 - spec)),
+        "prevalence_logodds__": np.log(0.3 / 0.7)})
+    np.testing.assert_allclose(ds_ll, tc_ll, rtol=1e-12)
+    # and the EMs agree: default priors coincide for K = 2
+    d_fit, t_fit = ds.em(sim_plain), two_coin.em(sim_plain)
+    np.testing.assert_allclose(d_fit["confusion"].values[0, 0, :, 1, 1],
+                               t_fit["sensitivity"].values[0, 0], atol=1e-8)
+    np.testing.assert_allclose(d_fit["confusion"].values[0, 0, :, 0, 0],
+                               t_fit["specificity"].values[0, 0], atol=1e-8)
+
+
+@pytest.mark.parametrize("variant, names", [
+    ("full", ["confusion", "prevalence"]),
+    ("one_coin", ["accuracy", "confusion", "prevalence"]),
+])
+def test_map_equals_em(sim4, variant, names):
+    em_fit = ds.em(sim4, variant=variant)
+    assert em_fit.attrs["converged"]
+    map_fit = cm.fit_map(ds.build_model(sim4, variant=variant))
+    for name in names:
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-10)
+
+
+def test_map_equals_em_with_softmax_classifier(sim4_features):
+    em_fit = ds.em(sim4_features)
+    map_fit = cm.fit_map(ds.build_model(sim4_features))
+    for name in ("confusion", "coef", "intercept"):
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    # sum-to-zero coefficients, as the ZeroSumNormal prior requires
+    np.testing.assert_allclose(em_fit["coef"].values.sum(-1), 0, atol=1e-12)
+
+
+def test_em_recovers_simulation(sim4):
+    fit = ds.em(sim4)
+    err = np.abs(fit["confusion"].values[0, 0] - sim4.truth["confusion"].values)
+    assert np.median(err) < 0.05
+    assert err[0, 1, 2] < 0.12  # the mixed-up row is found
+    acc = cm.report.accuracy(fit, sim4)
+    mv = cm.report.accuracy(cm.majority_vote(sim4, hard=True, ties="random", rng=0), sim4)
+    assert acc > mv + 0.03
+    # the Dirichlet approximation is alpha + expected counts; its mode is the MAP
+    alpha = fit["confusion_alpha"].values
+    mode = (alpha - 1) / (alpha - 1).sum(-1, keepdims=True)
+    np.testing.assert_allclose(mode, fit["confusion"].values[0, 0], atol=1e-8)
+
+
+def test_em_start_and_flat_anesthesia():
+    ann = cm.datasets.load_anesthesia()
+    fit = ds.em(ann, confusion_prior=(1, 1), prevalence_prior=1)
+    # Dawid & Skene (1979), converged from the majority-vote start
+    np.testing.assert_allclose(fit["prevalence"].values[0, 0],
+                               [0.3996, 0.4220, 0.1118, 0.0667], atol=2e-3)
+    other = ds.em(ann, confusion_prior=(1, 1), prevalence_prior=1,
+                  start=np.random.default_rng(3).dirichlet(np.ones(4), size=45))
+    assert other.attrs["converged"]
+    with pytest.raises(ValueError, match="start must be"):
+        ds.em(ann, start=np.ones((3, 4)))
+
+
+def test_simulate_with_classifier_and_design(rng):
+    conf = _confusions([0.6, 0.7, 0.8], 3)
+    sim = ds.simulate(conf, n_items=3000, n_features=2, labels_per_item=2, rng=rng)
+    assert np.bincount(sim.item_idx).tolist() == [2] * 3000
+    W = sim.truth["coef"].values
+    np.testing.assert_allclose(W.sum(1), 0, atol=1e-12)
+    p = softmax(sim.features @ W + sim.truth["intercept"].values, axis=1)
+    # the truth follows the classifier: mean log-probability of the drawn classes
+    # beats that of shuffled classes
+    z = sim.gold
+    assert np.log(p[np.arange(3000), z]).mean() > np.log(p[np.arange(3000),
+                                                           rng.permutation(z)]).mean()
+    agree = sim.labels == z[sim.item_idx]
+    j0 = sim.annotators.get_indexer(["annotator_0"])[0]
+    assert abs(agree[sim.annotator_idx == j0].mean() - 0.6) < 0.04
+
+
+def test_bad_input(sim4):
+    with pytest.raises(ValueError, match="variant='two' is not one of"):
+        ds.build_model(sim4, variant="two")
+    with pytest.raises(ValueError, match="has no EM"):
+        ds.em(sim4, variant="hierarchical")
+    with pytest.raises(ValueError, match="concentrations must be >= 1"):
+        ds.em(sim4, confusion_prior=(0.5, 1))
+    with pytest.raises(ValueError, match="a \\(4, 4\\) matrix"):
+        ds.em(sim4, confusion_prior=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="prevalence_prior must be"):
+        ds.em(sim4, prevalence_prior=[1, 2])
+    with pytest.raises(ValueError, match="must be a positive number for the softmax"):
+        ds.em(sim4.with_features(np.ones((sim4.n_items, 1))), coef_precision=0)
+    with pytest.raises(ValueError, match="summing to 1"):
+        ds.simulate(np.ones((2, 3, 3)), n_items=5)
+    with pytest.raises(ValueError, match="needs categorical labels"):
+        ds.em(cm.Annotations.from_frame(pd.DataFrame(
+            {"item": [1, 2], "annotator": [1, 1], "label": [0.5, 2.0]}), continuous=True))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["full", "hierarchical"])
+def test_nuts_recovers_confusions(variant):
+    conf = _confusions([0.6, 0.7, 0.75, 0.8, 0.9], 3)
+    sim = ds.simulate(conf, n_items=400, prevalence=[0.5, 0.3, 0.2],
+                      rng=np.random.default_rng(9))
+    # the hierarchical density is unbounded at zero concentration: no MAP start
+    idata = cm.sample(ds.build_model(sim, variant=variant), draws=500, tune=800, chains=4,
+                      random_seed=5, progressbar=False,
+                      start=None if variant == "hierarchical" else "map")
+    import arviz as az
+
+    names = ["confusion", "prevalence"] + (
+        ["confusion_mean", "confusion_concentration"] if variant == "hierarchical" else [])
+    rhat = az.rhat(idata.posterior.to_dataset()[names])
+    assert float(rhat.to_array().max()) <= 1.01
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    lo, hi = idata.posterior["confusion"].quantile([0.05, 0.95], dim=("chain", "draw")).values
+    inside = (conf >= lo) & (conf <= hi)
+    assert inside.mean() >= 0.8
