@@ -127,7 +127,8 @@ def run_em(joint_fn, m_step, params: dict, *, tol: float, max_iter: int):
     if not (tol > 0 and max_iter >= 0):
         raise ValueError(f"need tol > 0 and max_iter >= 0, got tol={tol}, max_iter={max_iter}.")
     n_iter, converged = 0, False
-    for n_iter in range(1, max_iter + 1):
+    while n_iter < max_iter:
+        n_iter += 1
         prob, _ = posterior_from_joint(joint_fn(params))
         new = m_step(prob, params)
         change = max(float(np.max(np.abs(np.asarray(new[k]) - np.asarray(params[k]))))
