@@ -69,6 +69,23 @@ class InputError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
 
 
+def _annotator_figure(fit, table):
+    """The family's annotator plot: ROC-space points (binary) or confusion heatmaps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from crowd_models import report
+    from crowd_models.inference import posterior_of
+
+    post = posterior_of(fit)
+    if "sensitivity" in post:
+        return report.plot_annotators(fit, label_top=5).figure
+    if "confusion" in post:
+        busiest = table["n_labels"].sort_values(ascending=False).index[:5]
+        return report.plot_confusions(fit, [None, *busiest])
+    return None
+
+
 def _load(args):
     import crowd_models as cm
 
@@ -128,21 +145,19 @@ def run_fit(args) -> int:
     table.to_csv(out / "annotators.csv")
     _item_table(ann, fit).to_csv(out / "items.csv")
     written = [out / "annotators.csv", out / "items.csv"]
-    if "sensitivity" in table.columns.str.replace("_mean", ""):
-        import matplotlib
-
-        matplotlib.use("Agg")
+    figure = _annotator_figure(fit, table)
+    if figure is not None:
         import matplotlib.pyplot as plt
 
-        ax = report.plot_annotators(fit)
-        ax.figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
-        plt.close(ax.figure)
+        figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+        plt.close(figure)
         written.append(out / "annotators.png")
     fit.to_netcdf(out / "fit.nc", engine="h5netcdf")
     written.append(out / "fit.nc")
     progress.done()
     with pd.option_context("display.max_rows", 60, "display.width", 120):
-        print(table.round(3).to_string())
+        shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
+        print(shown.round(3).to_string())
     if ann.has_gold:
         print(f"accuracy against gold: {report.accuracy(fit, ann):.4f}")
     print("wrote: " + ", ".join(str(p) for p in written))

@@ -15,6 +15,7 @@ Orders, so that arrays can be aligned with them:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -405,6 +406,12 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool):
             f"labels {_examples(pd.unique(raw[bad]))} in column {label!r} are not among the "
             f"classes {list(classes)} (on {bad.sum()} row(s)). Add them to classes=, or fix "
             f"the labels (types matter: 1 and '1' differ)."
+        )
+    unused = classes[np.bincount(codes, minlength=len(classes)) == 0]
+    if unused.size:
+        warnings.warn(
+            f"class(es) {_examples(unused)} of classes= never occur among the labels; "
+            f"models learn about them from their priors only.", UserWarning, stacklevel=3,
         )
     return codes.astype(np.int64), classes
 

@@ -89,3 +89,19 @@ def test_demo_quick(tmp_path, capsys):
     assert float(em_line.split()[-1]) >= 0.925
     for name in ("annotators.csv", "items.csv", "annotators.png", "fit.nc"):
         assert (tmp_path / name).exists()
+
+
+def test_fit_dawid_skene_em(tmp_path, capsys):
+    from crowd_models.models import dawid_skene
+
+    conf = np.stack([np.full((3, 3), 0.1) + np.eye(3) * 0.7] * 4)
+    sim = dawid_skene.simulate(conf, n_items=200, classes=["cat", "dog", "fox"],
+                               rng=np.random.default_rng(8))
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
+                 "--method", "em", "--out", str(tmp_path / "out")])
+    assert code == 0
+    table = pd.read_csv(tmp_path / "out" / "annotators.csv", index_col=0)
+    assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
+    assert "accuracy_fox_upper" in capsys.readouterr().out
+    assert (tmp_path / "out" / "annotators.png").stat().st_size > 0

@@ -68,7 +68,8 @@ class TestFromFrame:
         assert ann.class_counts().sum() == ann.n_annotations
 
     def test_declared_classes_keep_their_order_and_unused_classes(self):
-        a = Annotations.from_frame(long_df(), classes=["yes", "no", "maybe"])
+        with pytest.warns(UserWarning, match="'maybe' of classes= never occur"):
+            a = Annotations.from_frame(long_df(), classes=["yes", "no", "maybe"])
         assert list(a.classes) == ["yes", "no", "maybe"]
         assert a.n_classes == 3
         np.testing.assert_array_equal(a.labels, [1 - c for c in LABEL_CODES])
