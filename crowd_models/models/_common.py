@@ -4,7 +4,10 @@ output container."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
@@ -187,3 +190,39 @@ def check_positive_precision(value, name: str):
     if np.any(~np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{name} must be finite and >= 0 (0 = flat prior), got {value!r}.")
     return arr
+
+
+# -------------------------------------------------------------- simulation
+
+
+def simulation_design(n_items: int, n_annotators: int, labels_per_item, rng):
+    """(item_idx, annotator_idx) of a design: every annotator labels every item, or
+    each item gets ``labels_per_item`` annotators drawn without replacement."""
+    if labels_per_item is None:
+        return (np.repeat(np.arange(n_items), n_annotators),
+                np.tile(np.arange(n_annotators), n_items))
+    if not 1 <= labels_per_item <= n_annotators:
+        raise ValueError(f"labels_per_item must be between 1 and {n_annotators}.")
+    ranks = np.argsort(rng.random((n_items, n_annotators)), axis=1)[:, :labels_per_item]
+    return np.repeat(np.arange(n_items), labels_per_item), ranks.ravel()
+
+
+def simulated_annotations(item_idx, annotator_idx, label_codes, true_codes, classes,
+                          features, truth: dict) -> Annotations:
+    """Annotations from simulated codes, with gold = the true classes and ``truth``
+    (name -> (dims, values), annotator axis in simulation order) as a Dataset."""
+    n_annotators = next(len(v) for d, v in truth.values() if d and d[0] == D.ANNOTATOR)
+    names = pd.Index([f"annotator_{j}" for j in range(n_annotators)])
+    class_names = np.asarray(classes, dtype=object)
+    frame = pd.DataFrame({"item": item_idx, "annotator": names[annotator_idx],
+                          "label": class_names[label_codes]})
+    ann = Annotations.from_frame(
+        frame, classes=list(classes), features=features,
+        gold=pd.Series(class_names[true_codes], index=np.arange(len(true_codes))))
+    used = {d for dims, _ in truth.values() for d in dims}
+    coords = {k: v for k, v in ann.coords().items() if k in used} | {D.ANNOTATOR: names}
+    ds = xr.Dataset(truth, coords=coords)
+    # the Annotations order annotators by first appearance: follow it
+    ds = ds.isel({D.ANNOTATOR: names.get_indexer(ann.annotators)}).assign_coords(
+        {D.ANNOTATOR: ann.annotators})
+    return replace(ann, truth=ds)

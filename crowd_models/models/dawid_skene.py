@@ -23,10 +23,7 @@ sensitivity and ``confusion[j, 0, 0]`` the specificity.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
-import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
@@ -458,28 +455,8 @@ def simulate(
         prev = np.full(K, 1.0 / K) if prevalence is None else np.asarray(prevalence, float)
         z = rng.choice(K, size=n_items, p=prev)
         truth["prevalence"] = (_DIMS["prevalence"], prev)
-    if labels_per_item is None:
-        item_idx = np.repeat(np.arange(n_items), J)
-        ann_idx = np.tile(np.arange(J), n_items)
-    else:
-        if not 1 <= labels_per_item <= J:
-            raise ValueError(f"labels_per_item must be between 1 and {J}.")
-        ann_idx = np.argsort(rng.random((n_items, J)), axis=1)[:, :labels_per_item].ravel()
-        item_idx = np.repeat(np.arange(n_items), labels_per_item)
+    item_idx, ann_idx = C.simulation_design(n_items, J, labels_per_item, rng)
     rows = conf[ann_idx, z[item_idx]]
-    y = (rows.cumsum(axis=1) < rng.random((len(rows), 1))).sum(axis=1)
-    y = np.minimum(y, K - 1)
+    y = np.minimum((rows.cumsum(axis=1) < rng.random((len(rows), 1))).sum(axis=1), K - 1)
     classes = list(range(K)) if classes is None else list(classes)
-    names = pd.Index([f"annotator_{j}" for j in range(J)])
-    frame = pd.DataFrame({"item": item_idx, "annotator": names[ann_idx],
-                          "label": np.asarray(classes, dtype=object)[y]})
-    ann = Annotations.from_frame(
-        frame, classes=classes, features=X,
-        gold=pd.Series(np.asarray(classes, dtype=object)[z], index=np.arange(n_items)))
-    coords = {D.ANNOTATOR: names, D.TRUE_CLASS: ann.classes, D.LABEL_CLASS: ann.classes}
-    if "coef" in truth:
-        coords[D.FEATURE] = ann.feature_names
-    ds = xr.Dataset(truth, coords=coords)
-    ds = ds.isel({D.ANNOTATOR: names.get_indexer(ann.annotators)}).assign_coords(
-        {D.ANNOTATOR: ann.annotators})
-    return replace(ann, truth=ds)
+    return C.simulated_annotations(item_idx, ann_idx, y, z, classes, X, truth)

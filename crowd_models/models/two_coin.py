@@ -17,10 +17,7 @@ One module, three views of the same model: :func:`build_model` (PyMC),
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
-import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
@@ -447,25 +444,7 @@ def simulate(
     else:
         z = (rng.random(n_items) < prevalence).astype(int)
         truth["prevalence"] = ((), float(prevalence))
-    if labels_per_item is None:
-        item_idx = np.repeat(np.arange(n_items), J)
-        ann_idx = np.tile(np.arange(J), n_items)
-    else:
-        if not 1 <= labels_per_item <= J:
-            raise ValueError(f"labels_per_item must be between 1 and {J}.")
-        ranks = np.argsort(rng.random((n_items, J)), axis=1)[:, :labels_per_item]
-        item_idx = np.repeat(np.arange(n_items), labels_per_item)
-        ann_idx = ranks.ravel()
+    item_idx, ann_idx = C.simulation_design(n_items, J, labels_per_item, rng)
     p_pos = np.where(z[item_idx] == 1, sens[ann_idx], 1 - spec[ann_idx])
     y = (rng.random(len(item_idx)) < p_pos).astype(int)
-    frame = pd.DataFrame({"item": item_idx, "annotator": [f"annotator_{j}" for j in ann_idx],
-                          "label": y})
-    ann = Annotations.from_frame(frame, classes=[0, 1], features=X,
-                                 gold=pd.Series(z, index=np.arange(n_items)))
-    names = pd.Index([f"annotator_{j}" for j in range(J)])
-    order = names.get_indexer(ann.annotators)  # first-appearance order of the table
-    ds = xr.Dataset({k: v for k, v in truth.items()},
-                    coords={D.ANNOTATOR: names} | (
-                        {D.FEATURE: ann.feature_names} if "coef" in truth else {}))
-    ds = ds.isel({D.ANNOTATOR: order}).assign_coords({D.ANNOTATOR: ann.annotators})
-    return replace(ann, truth=ds)
+    return C.simulated_annotations(item_idx, ann_idx, y, z, [0, 1], X, truth)
