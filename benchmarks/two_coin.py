@@ -23,7 +23,7 @@ data are simulated in another process still: ``simulate`` draws an
 (item, annotator) matrix of random keys for the many-annotator design, whose
 size would otherwise set the peak.
 
-    .venv/bin/python benchmarks/two_coin.py           # full run (about 15 minutes on 2 cores)
+    .venv/bin/python benchmarks/two_coin.py           # full run (~17 min on 2 shared cores)
     .venv/bin/python benchmarks/two_coin.py --quick   # 10^4 and 10^5 labels, short NUTS run
 """
 
@@ -39,6 +39,7 @@ import platform
 import queue
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -163,7 +164,9 @@ def compile_cache(cold: bool):
     PyTensor's numba backend caches compiled functions on disk, keyed by the graph,
     and the model's index arrays are constants of its graph: new data always
     compile afresh, while a dataset compiled before (RTE, or a rerun with the same
-    seed) loads from the cache. A fresh directory makes every first call a cold one.
+    seed) loads from the cache. Array constants over 10^6 bytes (int64 index arrays
+    of more than 125,000 labels) make a graph uncacheable, so that every call
+    compiles again. A fresh directory makes every first call a cold one.
     """
     if not cold:
         yield
@@ -458,13 +461,29 @@ def simulated_table(rows: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(table, index=[SIM_ROWS[k][0] for k in keys])
 
 
+def code_version() -> str:
+    """The git commit of the checkout crowd_models is imported from, and whether
+    crowd_models/ differs from it (printed at the start and the end of the run)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cm.__file__)))
+    try:
+        def git(*args):
+            return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "crowd_models")
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return head + (" with uncommitted changes in crowd_models/" if dirty else "")
+
+
 def machine_facts() -> str:
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     linker = type(pytensor.compile.mode.get_default_mode().linker).__name__
     return (
         f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
         f"pandas {pd.__version__}, pymc {pm.__version__}, pytensor {pytensor.__version__} "
-        f"({linker}), arviz {az.__version__}, crowd_models {cm.__version__}; "
+        f"({linker}), arviz {az.__version__}, crowd_models {cm.__version__} at "
+        f"{code_version()}; "
         f"os.cpu_count()={os.cpu_count()}, RAM {ram:.0f} GiB, {platform.platform()}; "
         f"load average {load():.1f}"
     )
