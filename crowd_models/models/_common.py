@@ -84,9 +84,24 @@ def item_joint(log_confusion, annotations: Annotations):
     row contributes ``log_confusion[annotator, :, label]`` to its item's row;
     repeated labels simply add.
     """
-    per_row = log_confusion.transpose(0, 2, 1)[annotations.annotator_idx, annotations.labels]
-    k = annotations.n_classes
-    return pt.zeros((annotations.n_items, k))[annotations.item_idx].inc(per_row)
+    idx = long_table_data(annotations)
+    per_row = log_confusion.transpose(0, 2, 1)[idx["annotator_idx"], idx["label_idx"]]
+    n_items = pm.modelcontext(None).dim_lengths[D.ITEM]
+    return pt.zeros((n_items, annotations.n_classes))[idx["item_idx"]].inc(per_row)
+
+
+def long_table_data(annotations: Annotations) -> dict:
+    """The long table's integer codes as ``pm.Data`` (dims annotation), created once
+    per model. As data rather than graph constants they keep the compiled code
+    independent of the data set (PyTensor's cache then serves every data set of
+    the same family) and land in ``constant_data``."""
+    model = pm.modelcontext(None)
+    names = ("item_idx", "annotator_idx", "label_idx")
+    if names[0] not in model.named_vars:
+        for name, values in zip(names, (annotations.item_idx, annotations.annotator_idx,
+                                        annotations.labels), strict=True):
+            pm.Data(name, values, dims=D.ANNOTATION)
+    return {name: model[name] for name in names}
 
 
 def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.ndarray:
