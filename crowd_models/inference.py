@@ -23,7 +23,11 @@ __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of"]
 
 MAX_GRADIENT = 1e-3
 """fit_map warns when the optimiser stops with a gradient entry (on the
-unconstrained scale) larger than this."""
+unconstrained scale) larger than this: the point is not a mode (the optimiser
+stalled, or the density is unbounded, as in the hierarchical Dawid-Skene)."""
+
+BOUNDARY = 1e-10
+"""Start values on a boundary of their support are moved this far inside."""
 
 
 def posterior_of(fit) -> xr.Dataset:
@@ -54,7 +58,7 @@ def _start_point(model: pm.Model, start) -> dict | None:
                 value = start[name]
                 value = value.isel({d: 0 for d in (D.CHAIN, D.DRAW) if d in value.dims})
                 point[name] = np.asarray(value.values, dtype=float)
-        return point
+        return _inside_support(model, point)
     if isinstance(start, dict):
         unknown = set(start) - set(names)
         if unknown:
@@ -62,11 +66,29 @@ def _start_point(model: pm.Model, start) -> dict | None:
                 f"start names unknown variables {sorted(unknown)}; the model's free variables "
                 f"are {names}."
             )
-        return {k: np.asarray(v, dtype=float) for k, v in start.items()}
+        return _inside_support(model, {k: np.asarray(v, dtype=float) for k, v in start.items()})
     raise TypeError(
         f"start must be None (the model's majority-vote start), an EM Dataset, a fit "
         f"DataTree or a dict, got {type(start).__name__}."
     )
+
+
+def _inside_support(model: pm.Model, point: dict) -> dict:
+    """Move boundary values (an EM fit with flat priors can hold exact 0 or 1)
+    just inside the support, where the unconstrained transforms are finite."""
+    transforms = {rv.name: model.rvs_to_transforms.get(rv) for rv in model.free_RVs}
+    out = {}
+    for name, value in point.items():
+        kind = type(transforms.get(name)).__name__
+        if kind == "SimplexTransform":
+            value = np.clip(value, BOUNDARY, None)
+            value = value / value.sum(axis=-1, keepdims=True)
+        elif kind == "LogOddsTransform":
+            value = np.clip(value, BOUNDARY, 1 - BOUNDARY)
+        elif kind == "LogTransform":
+            value = np.clip(value, BOUNDARY, None)
+        out[name] = value
+    return out
 
 
 def fit_map(
@@ -108,13 +130,14 @@ def fit_map(
     result = fit["optimizer_result"]
     max_grad = float(np.abs(result["jac"]).max())
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
-    # EM fit): only a large gradient means the optimiser really stopped short.
-    if not bool(result["success"]) and max_grad > MAX_GRADIENT:
+    # EM fit), and "success" where the density is unbounded: the gradient tells.
+    if max_grad > MAX_GRADIENT:
         warnings.warn(
             f"the MAP optimiser stopped without converging ({result['message'].item()}, "
             f"largest gradient {max_grad:.2g}); try another start.", UserWarning, stacklevel=2,
         )
     fit.attrs["log_posterior"] = -float(result["fun"])
+    fit.attrs["max_gradient"] = max_grad
     fit.attrs["method"] = "map"
     fit.attrs["seconds"] = time.perf_counter() - t0
     return fit
@@ -158,13 +181,15 @@ def sample(
     if isinstance(start, str):
         if start != "map":
             raise ValueError(f"start={start!r}: use 'map', None, an EM fit or a dict.")
-        map_fit = fit_map(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # judged just below
+            map_fit = fit_map(model)
         initvals = _start_point(model, map_fit)
         reference = posterior_of(map_fit)
-        # unconstrained coordinates at +-inf (or beyond e^100) mean the density is
-        # unbounded there, e.g. a hierarchical concentration collapsing to zero
+        # a large gradient or infinite coordinates at the optimiser's stop mean the
+        # density is unbounded there, e.g. a hierarchical concentration -> 0
         x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
-        if not (np.all(np.isfinite(x)) and np.abs(x).max() < 100):
+        if not np.all(np.isfinite(x)) or map_fit.attrs["max_gradient"] > MAX_GRADIENT:
             warnings.warn(
                 "the posterior mode is degenerate (e.g. a hierarchical concentration "
                 "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "

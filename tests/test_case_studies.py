@@ -51,3 +51,47 @@ def test_raykar_2009_runs_and_the_model_beats_majority_vote_on_rte():
     mv, em = map(float, found.groups())
     assert 0.5 < mv <= 1 and 0.5 < em <= 1
     assert em >= mv
+
+
+DAWID_SKENE_FIGURES = [
+    "anesthesia_confusions_nuts.png",
+    "anesthesia_em_random_starts.png",
+    "dog_confusions_full.png",
+    "dog_confusions_hierarchical.png",
+    "dog_accuracy_and_loo.png",
+    "music_classifier_and_workers.png",
+]
+
+
+@pytest.mark.slow
+def test_dawid_skene_runs_and_the_models_beat_majority_vote():
+    started = time.time()
+    result = run_fast(CASE_STUDIES / "dawid_skene.py")
+    assert result.returncode == 0, (
+        f"exit status {result.returncode}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
+        f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
+
+    figures = CASE_STUDIES / "figures" / "dawid_skene"
+    for name in DAWID_SKENE_FIGURES:
+        path = figures / name
+        assert path.is_file(), f"{name} was not written"
+        assert path.stat().st_mtime >= started - 1, f"{name} is older than this run"
+        assert path.stat().st_size > 10_000, f"{name} looks empty"
+
+    # dog: the full Dawid-Skene model's truth reaches the 0.84 and beats
+    # majority vote (about 0.843 vs 0.82); so does the NUTS posterior mean
+    found = re.search(r"^RESULT dog mv=(\d\.\d+) em=(\d\.\d+) nuts=(\d\.\d+) hier=(\d\.\d+)$",
+                      result.stdout, re.MULTILINE)
+    assert found, "no 'RESULT dog mv=... em=... nuts=... hier=...' line in the output"
+    mv, em, nuts, hier = map(float, found.groups())
+    assert 0.7 < mv < 0.9
+    assert em >= 0.84 and em > mv
+    assert nuts > mv and hier > mv
+
+    # music: the classifier learned jointly with the workers beats logistic
+    # regression on majority-vote labels on the 300 held-out songs
+    found = re.search(r"^RESULT music joint=(\d\.\d+) mv_lr=(\d\.\d+) gold_lr=(\d\.\d+)$",
+                      result.stdout, re.MULTILINE)
+    assert found, "no 'RESULT music joint=... mv_lr=... gold_lr=...' line in the output"
+    joint, mv_lr, gold_lr = map(float, found.groups())
+    assert 0.1 < mv_lr < joint <= 1 and 0.1 < gold_lr <= 1

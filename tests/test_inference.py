@@ -46,3 +46,13 @@ def test_bad_arguments(plain_model):
         posterior_of(np.zeros(3))
     with pytest.raises(ValueError, match="no posterior group"):
         posterior_of(xr.DataTree())
+
+
+def test_start_on_the_boundary_is_moved_inside(sim_plain, plain_model):
+    # a flat-prior EM fit can hold exact 0 and 1, where logit is infinite
+    em_fit = two_coin.em(sim_plain)
+    start = {"sensitivity": np.ones(5), "specificity": np.zeros(5) + 0.9, "prevalence": 0.0}
+    fit = cm.fit_map(plain_model, start=start)
+    np.testing.assert_allclose(fit.posterior["sensitivity"].values,
+                               em_fit["sensitivity"].values, atol=1e-6)
+    assert fit.attrs["max_gradient"] < 1e-3
