@@ -60,6 +60,9 @@ BUNDLED = {
     "music_genre/mturk_answers.csv": "music_genre/mturk_answers.csv",
     "music_genre/music_genre_gold.csv": "music_genre/music_genre_gold.csv",
     "music_genre/music_genre_test.csv": "music_genre/music_genre_test.csv",
+    **{f"affect/{e}.standardized.tsv": f"snow2008/{e}.standardized.tsv"
+       for e in ("anger", "disgust", "fear", "joy", "sadness", "surprise", "valence")},
+    "affect/affect_headlines.tsv": "snow2008/affect_headlines.tsv",
 }
 
 
@@ -218,3 +221,89 @@ def test_every_bundled_file_is_listed():
     root = resources.files("crowd_models.datasets").joinpath("data")
     found = {f"{d.name}/{f.name}" for d in root.iterdir() if d.is_dir() for f in d.iterdir()}
     assert found == set(BUNDLED)
+
+
+# ------------------------------------------------------------------ affect
+# emotion: (lowest and highest rating, lowest and highest gold, mean gold)
+AFFECT = {
+    "anger": (0, 100, 0, 55, 10.94),
+    "disgust": (0, 100, 0, 87, 6.86),
+    "fear": (0, 100, 0, 84, 13.44),
+    "joy": (0, 100, 0, 75, 18.76),
+    "sadness": (0, 100, 0, 95, 15.21),
+    "surprise": (0, 100, 0, 79, 21.06),
+    "valence": (-100, 100, -98, 81, -4.95),
+}
+
+
+@pytest.fixture(scope="module")
+def affect():
+    return {e: datasets.load_affect(e) for e in datasets.AFFECT_EMOTIONS}
+
+
+def test_affect_registry():
+    assert datasets.AFFECT_EMOTIONS == tuple(AFFECT)
+    assert "load_affect" in datasets.__all__ and "AFFECT_EMOTIONS" in datasets.__all__
+    assert datasets.load_affect.__doc__
+
+
+@pytest.mark.parametrize("emotion", list(AFFECT))
+def test_affect_counts_and_gold(affect, emotion):
+    ann = affect[emotion]
+    lo, hi, gold_lo, gold_hi, gold_mean = AFFECT[emotion]
+    assert isinstance(ann, Annotations) and ann.continuous and ann.classes is None
+    assert (ann.n_items, ann.n_annotators, ann.n_annotations) == (100, 38, 1000)
+    assert sorted(ann.items) == list(range(500, 600))
+    assert np.bincount(ann.item_idx).tolist() == [10] * 100
+    pairs = ann.item_idx * ann.n_annotators + ann.annotator_idx
+    assert len(np.unique(pairs)) == 1000  # no worker rates a headline twice
+    assert sorted(set(ann.n_labels())) == [20, 40, 60, 100]
+    assert ann.labels.dtype == float and (ann.labels.min(), ann.labels.max()) == (lo, hi)
+    assert ann.gold.dtype == float and not np.isnan(ann.gold).any()
+    assert (ann.gold.min(), ann.gold.max()) == (gold_lo, gold_hi)
+    assert ann.gold.mean() == pytest.approx(gold_mean, abs=1e-9)
+    # the gold column of the raw file, item by item
+    with _bundled(f"affect/{emotion}.standardized.tsv").open("rb") as fh:
+        raw = pd.read_csv(fh, sep="\t")
+    by_item = raw.groupby("orig_id")["gold"].first()
+    np.testing.assert_array_equal(ann.gold, by_item.loc[ann.items].to_numpy(dtype=float))
+    frame = ann.to_frame()
+    np.testing.assert_array_equal(frame["label"], raw["response"].astype(float))
+    np.testing.assert_array_equal(frame["annotator"], raw["!amt_worker_ids"])
+
+
+def test_affect_sets_share_workers_and_items(affect):
+    anger = affect["anger"]
+    for ann in affect.values():
+        assert list(ann.items) == list(anger.items)
+        assert list(ann.annotators) == list(anger.annotators)
+        np.testing.assert_array_equal(ann.item_idx, anger.item_idx)
+        np.testing.assert_array_equal(ann.annotator_idx, anger.annotator_idx)
+
+
+def test_affect_headlines_cover_the_items(affect):
+    with _bundled("affect/affect_headlines.tsv").open("rb") as fh:
+        headlines = pd.read_csv(fh, sep="\t")
+    assert headlines.shape == (1000, 2) and headlines["id"].is_unique
+    assert set(affect["joy"].items) <= set(headlines["id"])
+    assert headlines["headline"].notna().all()
+
+
+@pytest.mark.parametrize("emotion", ["Anger", "happiness", "", None])
+def test_affect_bad_emotion(emotion):
+    with pytest.raises(ValueError, match=r"not an affect data set; choose one of 'anger', "):
+        datasets.load_affect(emotion)
+
+
+def test_affect_conflicting_gold_is_an_error(monkeypatch):
+    read = datasets._read
+
+    def read_with_conflict(*parts, **kwargs):
+        table = read(*parts, **kwargs)
+        if parts[0] == "affect":
+            table.loc[0, "gold"] += 1
+        return table
+
+    monkeypatch.setattr(datasets, "_read", read_with_conflict)
+    with pytest.raises(ValueError, match=r"1 item\(s\) have more than one gold value"):
+        datasets.load_affect("fear")

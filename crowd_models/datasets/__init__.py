@@ -26,10 +26,14 @@ __all__ = [
     "load_dog",
     "load_web_search",
     "load_music_genre",
+    "load_affect",
+    "AFFECT_EMOTIONS",
     "DATASETS",
 ]
 
 MUSIC_GENRE_SPLITS = ("train", "test")
+AFFECT_EMOTIONS = ("anger", "disgust", "fear", "joy", "sadness", "surprise", "valence")
+"""The seven affect dimensions of :func:`load_affect`."""
 _MUSIC_FEATURES = [f"feature{j}" for j in range(124)]
 
 
@@ -251,6 +255,52 @@ def load_music_genre(split: str = "train"):
     return Annotations.from_frame(
         answers, item="Input.song", annotator="WorkerID", label="Answer.pred_label",
         classes=genres, features=table[_MUSIC_FEATURES], gold=gold,
+    )
+
+
+def load_affect(emotion: str) -> Annotations:
+    """Affect ratings of news headlines (Snow, O'Connor, Jurafsky & Ng, EMNLP 2008).
+
+    R. Snow, B. O'Connor, D. Jurafsky and A. Y. Ng (2008), "Cheap and Fast —
+    But is it Good? Evaluating Non-Expert Annotations for Natural Language
+    Tasks", EMNLP 2008. Mechanical Turk workers rated 100 headlines of the
+    SemEval-2007 Affective Text task on seven dimensions.
+
+    Parameters
+    ----------
+    emotion : one of :data:`AFFECT_EMOTIONS`
+        ``"anger"``, ``"disgust"``, ``"fear"``, ``"joy"``, ``"sadness"``,
+        ``"surprise"`` (ratings 0..100) or ``"valence"`` (-100..100).
+
+    Returns
+    -------
+    Annotations
+        Continuous labels: 100 items (headline ids 500..599, in file order of
+        first appearance), 38 annotators (Mechanical Turk worker ids; the same
+        workers in all seven sets), 10 labels per item (1000 labels, no worker
+        rates an item twice; 20 to 100 labels per worker), and the expert
+        score of every item as ``gold`` (the file's ``gold`` column). The
+        headline texts are bundled in ``data/affect/affect_headlines.tsv``
+        (``id``, ``headline``; join on the item id).
+    """
+    if emotion not in AFFECT_EMOTIONS:
+        raise ValueError(
+            f"emotion={emotion!r} is not an affect data set; choose one of "
+            f"{', '.join(repr(e) for e in AFFECT_EMOTIONS)}."
+        )
+    df = _read("affect", f"{emotion}.standardized.tsv", sep="\t")
+    per_item = df.groupby("orig_id", sort=False)["gold"]
+    conflicting = per_item.nunique()
+    conflicting = conflicting[conflicting > 1]
+    if len(conflicting):
+        raise ValueError(
+            f"affect/{emotion}.standardized.tsv: {len(conflicting)} item(s) have more than one "
+            f"gold value, e.g. items {list(conflicting.index[:5])}; the bundled file is "
+            f"inconsistent."
+        )
+    return Annotations.from_frame(
+        df, item="orig_id", annotator="!amt_worker_ids", label="response",
+        gold=per_item.first().astype(float), continuous=True,
     )
 
 

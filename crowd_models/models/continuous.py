@@ -1,0 +1,1003 @@
+"""Continuous labels: annotators with Gaussian precision (and bias).
+
+Raykar, Yu, Zhao, Jerebko, Florin, Hermosillo Valadez, Bogoni, Moy (2009),
+"Supervised learning from multiple experts: whom to trust when everyone lies
+a bit", ICML, sec. 8.3 (regression). Item i has a hidden true value ``y_i``;
+annotator j reports it with Gaussian noise of their own ``precision`` tau_j,
+
+    y_ij ~ N(y_i + bias_j, 1 / tau_j),
+
+and the true value follows a linear regression on the item's features,
+``y_i ~ N(coef . x_i + intercept, 1 / truth_precision)``, or, without
+features, a common mean ``intercept`` and spread ``truth_precision``.
+
+The true values are integrated out analytically: given the parameters, the
+labels of one item are jointly Gaussian, so each item's marginal likelihood is
+closed form (:func:`item_log_marginal`). PyMC's ``find_MAP`` therefore
+optimises the same marginal posterior of (precision, bias, coef, intercept,
+truth_precision) that :func:`em` climbs; a joint MAP over the y_i would be
+degenerate. The posterior of each y_i given the parameters is Gaussian, and
+every fit carries its mean ``true_value`` and sd ``true_value_sd`` (item),
+recomputed for each draw: with many draws, the posterior mean of y_i is the
+mean of ``true_value`` over draws and its variance is the mean of
+``true_value_sd**2`` plus the variance of ``true_value`` (see
+:func:`true_value_summary`).
+
+Options beyond the paper (keywords of :func:`build_model`):
+
+* ``bias=True``: an additive per-annotator ``bias`` (some annotators rate
+  high). Identifiability: the biases sum to zero over annotators
+  (``pm.ZeroSumNormal``; unweighted by the numbers of labels), so the truth
+  sits on the scale of the *average annotator*, and ``intercept`` is the mean
+  truth, not the mean label of the most active annotators.
+* ``noise="student_t"``: heavy-tailed annotator noise, ``y_ij ~
+  t_nu(y_i + bias_j, scale 1 / sqrt(precision_j))``, so one wild label does
+  not drag the truth. The marginal likelihood is then a one-dimensional
+  integral per item, computed by adaptive Gauss-Hermite quadrature (nodes
+  centred on the item's posterior mode, found by a few iteratively
+  reweighted least-squares steps, and scaled by 1.5 times the matching
+  posterior sd). It is deterministic and smooth in the parameters, so
+  ``fit_map``, NUTS and the item-level LOO work exactly as in the Gaussian
+  case, but it is an approximation and there is no EM. Accuracy, against
+  adaptive ``scipy.integrate.quad``, on 1500 random items (1 to 11 labels,
+  nu from 1 to 30, 30% with a wild label), default 64 nodes: per-item
+  log-likelihood error < 2e-9 in 99% of the items with >= 3 labels and
+  nu >= 3 (worst 5e-6), < 7e-6 in 99% of all items; the worst, up to 7e-3,
+  were items with few labels under nu <= 2, whose posteriors have a heavy
+  shoulder (or a second mode) that the nodes around the main mode do not
+  cover. ``precision`` is then the inverse squared *scale*; the noise
+  variance is ``nu / (nu - 2)`` times ``1 / precision`` (nu > 2).
+
+Compare the variants by LOO: ``labels`` is an observed variable per item whose
+log-density is the item's marginal log-likelihood, so ``az.loo`` and
+``az.compare`` work per item on ``cm.sample`` output.
+
+Priors and the scale of the labels. Precisions, biases and coefficients have
+units, so the priors are stated for labels measured in units of
+``label_scale``, by default the standard deviation of all labels (a
+data-dependent default: pass ``label_scale=1.0`` to state priors in the
+labels' own units). With ``s = label_scale`` and ``c`` the mean of all labels
+(the intercept prior is always centred there):
+
+* ``precision ~ Gamma(a, b * s**2)`` per annotator, ``precision_prior=(a, b)``,
+  default (2, 0.1): mode ``10 / s**2`` (noise sd 0.32 s), 90% of the mass
+  between noise sd 0.15 s and 0.53 s. Its left tail is only linear, so noisy
+  annotators are hardly penalised (with n labels the MAP is the ML value
+  times about (1 + n/2) / (n/2)); its right tail is exponential, which keeps
+  an annotator who agrees perfectly with the consensus (or always gives the
+  same label) from reaching infinite precision, and shrinks very precise
+  annotators (noise sd well below 0.15 s) that have few labels;
+* ``truth_precision ~ Gamma(a, b * s**2)``, ``truth_precision_prior``,
+  default (2, 0.1);
+* ``bias ~ ZeroSumNormal(bias_sd * s)``, default ``bias_sd=1``;
+* ``coef ~ N(0, s**2 / coef_precision)`` (standardise the features),
+  default 1; ``intercept ~ N(c, s**2 / intercept_precision)``, default 0.01.
+
+Gamma shapes >= 1 keep the mode interior; ``FLAT_PRIORS`` (shape 1, rate 0:
+``HalfFlat``; ``bias_sd=inf``: a flat sum-to-zero bias; precisions 0: ``Flat``)
+give plain maximum likelihood, which can sit on a boundary (an annotator
+whose labels fit perfectly gets infinite precision).
+
+Starts. :func:`em` and ``model.crowd_start`` start from the item means of
+the labels: they are taken as the truth with variance ``w / n_i`` (``w`` the
+pooled within-item variance of the labels, ``n_i`` the item's labels), and
+one M-step gives the parameters.
+
+One module, three views of the same model: :func:`build_model` (PyMC),
+:func:`em` (MAP-EM, Gaussian noise) and :func:`simulate`; plus
+:func:`experts_equivalent` (how many of these annotators equal one expert)
+and :func:`true_value_summary`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from pymc.distributions.transforms import ZeroSumTransform
+from scipy import stats
+from scipy.optimize import minimize_scalar
+from scipy.special import gammaln
+
+from crowd_models import _dims as D
+from crowd_models.data import Annotations
+from crowd_models.inference import posterior_of
+from crowd_models.models import _common as C
+
+__all__ = [
+    "build_model",
+    "em",
+    "simulate",
+    "experts_equivalent",
+    "true_value_summary",
+    "item_log_marginal",
+    "NOISES",
+    "DEFAULT_PRIORS",
+    "FLAT_PRIORS",
+]
+
+NOISES = ("gaussian", "student_t")
+
+DEFAULT_PRIORS = dict(
+    precision_prior=(2.0, 0.1),
+    truth_precision_prior=(2.0, 0.1),
+    bias_sd=1.0,
+    coef_precision=1.0,
+    intercept_precision=0.01,
+)
+"""Weakly informative defaults, in units of ``label_scale`` (see the module
+docstring)."""
+
+FLAT_PRIORS = dict(
+    precision_prior=(1.0, 0.0),
+    truth_precision_prior=(1.0, 0.0),
+    bias_sd=np.inf,
+    coef_precision=0.0,
+    intercept_precision=0.0,
+)
+"""Flat priors: the MAP is the maximum-likelihood estimate."""
+
+QUADRATURE_NODES = 64
+"""Default number of Gauss-Hermite nodes per item for Student-t noise."""
+_QUADRATURE_WIDTH = 1.5
+"""The nodes' Gaussian is this many times wider than the Laplace-like sd."""
+_IRLS_STEPS = 6
+"""Reweighted least-squares steps that locate each item's posterior mode."""
+_LOG_2PI = np.log(2 * np.pi)
+
+_DIMS = {
+    "precision": (D.ANNOTATOR,),
+    "bias": (D.ANNOTATOR,),
+    "coef": (D.FEATURE,),
+    "intercept": (),
+    "truth_precision": (),
+    "true_value": (D.ITEM,),
+    "true_value_sd": (D.ITEM,),
+}
+
+
+# -------------------------------------------------------------- validation
+def _require_continuous(annotations, family: str = "the continuous model") -> None:
+    if not isinstance(annotations, Annotations):
+        raise TypeError(
+            f"{family} expects an Annotations object "
+            f"(crowd_models.Annotations.from_frame(..., continuous=True)), got "
+            f"{type(annotations).__name__}."
+        )
+    if not annotations.continuous:
+        raise ValueError(
+            f"{family} needs continuous (numeric) labels; these annotations have classes "
+            f"{list(annotations.classes)}. Parse them with "
+            f"Annotations.from_frame(..., continuous=True)."
+        )
+    labels = np.asarray(annotations.labels)
+    if not np.issubdtype(labels.dtype, np.number):
+        raise TypeError(f"continuous labels must be numbers, got dtype {labels.dtype}.")
+    bad = ~np.isfinite(labels.astype(float))
+    if bad.any():
+        raise ValueError(
+            f"continuous labels must be finite; {int(bad.sum())} label(s) are NaN or infinite "
+            f"(rows {np.flatnonzero(bad)[:5].tolist()}). Drop or fix them."
+        )
+
+
+def _check_noise(noise, nu) -> float:
+    if noise not in NOISES:
+        raise ValueError(f"noise={noise!r} is not one of {NOISES}.")
+    if isinstance(nu, bool) or not isinstance(nu, int | float | np.number) or not (
+            np.isfinite(nu) and nu > 0):
+        raise ValueError(
+            f"nu (Student-t degrees of freedom) must be a positive finite number, got {nu!r}.")
+    return float(nu)
+
+
+def _gamma_prior(value, name: str, size: int | None, scale: float):
+    """(shape, rate) in label_scale units -> (shape, rate in label units, flat)."""
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a pair (shape, rate) of Gamma parameters (each a number"
+            f"{' or an array over annotators' if size else ''}), got {value!r}."
+        ) from None
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    target = () if size is None else (size,)
+    try:
+        a = np.broadcast_to(a, target).copy()
+        b = np.broadcast_to(b, target).copy()
+    except ValueError:
+        raise ValueError(
+            f"{name}: shape and rate must be numbers or arrays of length {size} (one per "
+            f"annotator), got shapes {np.shape(value[0])} and {np.shape(value[1])}."
+        ) from None
+    if np.any(~np.isfinite(a)) or np.any(~np.isfinite(b)) or np.any(a < 1) or np.any(b < 0):
+        raise ValueError(
+            f"{name} needs a finite shape >= 1 and rate >= 0 so that the posterior mode exists "
+            f"(shape 1, rate 0 is flat: plain maximum likelihood); got shape={a}, rate={b}."
+        )
+    flat = (a == 1) & (b == 0)
+    if flat.any() and not flat.all():
+        raise ValueError(
+            f"{name} mixes flat (shape 1, rate 0) and proper entries; make all of them flat "
+            f"or all proper."
+        )
+    if not flat.any() and np.any(b == 0):
+        raise ValueError(
+            f"{name}: rate 0 with shape > 1 is an improper prior without a mode; use rate > 0, "
+            f"or shape 1 and rate 0 for a flat prior."
+        )
+    return a, b * scale ** 2, bool(flat.all())
+
+
+def _precision_vector(value, name: str, size: int) -> np.ndarray:
+    arr = C.check_positive_precision(value, name)
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape != (size,)):
+        raise ValueError(
+            f"{name} must be a number or {size} numbers (one per feature), got shape "
+            f"{arr.shape}."
+        )
+    arr = np.broadcast_to(arr, (size,)).copy()
+    if np.any(arr == 0) and not np.all(arr == 0):
+        raise ValueError(f"{name} mixes flat (0) and proper entries; use all zeros or none.")
+    return arr
+
+
+def _priors(ann: Annotations, *, bias: bool, precision_prior, truth_precision_prior, bias_sd,
+            coef_precision, intercept_precision, label_scale) -> dict:
+    if not isinstance(bias, bool | np.bool_):
+        raise TypeError(f"bias must be True or False, got {bias!r}.")
+    labels = ann.labels.astype(float)
+    if label_scale is None:
+        scale = float(np.std(labels))
+        if scale == 0:
+            raise ValueError(
+                f"every label equals {labels[0]!r}: the labels have no spread, so there is "
+                f"nothing to learn (and no default label_scale)."
+            )
+    else:
+        scale = label_scale
+        if isinstance(scale, bool) or not isinstance(scale, int | float | np.number) or not (
+                np.isfinite(scale) and scale > 0):
+            raise ValueError(
+                f"label_scale must be a positive finite number (or None for the labels' sd), "
+                f"got {label_scale!r}."
+            )
+        scale = float(scale)
+    J = ann.n_annotators
+    p = {"scale": scale, "center": float(labels.mean()), "bias": bool(bias)}
+    p["tau_a"], p["tau_b"], p["tau_flat"] = _gamma_prior(precision_prior, "precision_prior",
+                                                         J, scale)
+    a, b, flat = _gamma_prior(truth_precision_prior, "truth_precision_prior", None, scale)
+    p["gamma_a"], p["gamma_b"], p["gamma_flat"] = float(a), float(b), flat
+    if bias:
+        if J < 2:
+            raise ValueError("bias=True needs at least two annotators (the biases sum to zero).")
+        if isinstance(bias_sd, bool) or not isinstance(bias_sd, int | float | np.number) or not (
+                bias_sd > 0):
+            raise ValueError(
+                f"bias_sd must be a positive number (np.inf for a flat sum-to-zero prior), got "
+                f"{bias_sd!r}.")
+        p["bias_sd"] = float(bias_sd) * scale
+    if ann.features is not None:
+        p["coef_prec"] = _precision_vector(coef_precision, "coef_precision",
+                                           ann.n_features) / scale ** 2
+    icpt = C.check_positive_precision(intercept_precision, "intercept_precision")
+    if icpt.ndim != 0:
+        raise ValueError(f"intercept_precision must be a number, got {intercept_precision!r}.")
+    p["intercept_prec"] = float(icpt) / scale ** 2
+    return p
+
+
+# ------------------------------------------------- the item marginal, NumPy
+def _regression_mean(params: dict, features, n_items: int) -> np.ndarray:
+    if features is None:
+        return np.full(n_items, float(params["intercept"]))
+    return features @ np.asarray(params["coef"], dtype=float) + float(params["intercept"])
+
+
+def _items_np(ann: Annotations, params: dict):
+    """Gaussian noise: per-item log marginal likelihood, posterior mean and variance of y_i."""
+    n = ann.n_items
+    i, j = ann.item_idx, ann.annotator_idx
+    tau = np.asarray(params["precision"], dtype=float)[j]
+    gamma = float(params["truth_precision"])
+    m = _regression_mean(params, ann.features, n)
+    r = ann.labels - m[i]
+    if "bias" in params:
+        r = r - np.asarray(params["bias"], dtype=float)[j]
+    A = gamma + np.bincount(i, weights=tau, minlength=n)
+    S = np.bincount(i, weights=tau * r, minlength=n)
+    Q = np.bincount(i, weights=0.5 * np.log(tau) - 0.5 * tau * r ** 2, minlength=n)
+    n_i = np.bincount(i, minlength=n)
+    loglik = Q + 0.5 * np.log(gamma) - 0.5 * np.log(A) + 0.5 * S ** 2 / A - 0.5 * n_i * _LOG_2PI
+    return loglik, m + S / A, 1.0 / A
+
+
+def item_log_marginal(annotations: Annotations, precision, truth_precision, intercept, *,
+                      bias=None, coef=None) -> np.ndarray:
+    """Each item's log marginal likelihood under Gaussian noise (NumPy).
+
+    ``log p(labels of item i) = sum_j [log N(r_ij; 0, 1/tau_j)] + 1/2 log gamma
+    - 1/2 log A_i + 1/2 (sum_j tau_j r_ij)^2 / A_i + 1/2 log 2 pi`` summed
+    per item, with ``r_ij = y_ij - bias_j - (coef . x_i + intercept)`` and
+    ``A_i = gamma + sum_j tau_j`` over the item's labels (repeats counted).
+    """
+    _require_continuous(annotations)
+    params = {"precision": np.broadcast_to(np.asarray(precision, dtype=float),
+                                           (annotations.n_annotators,)),
+              "truth_precision": truth_precision, "intercept": intercept}
+    if bias is not None:
+        params["bias"] = bias
+    if annotations.features is not None:
+        if coef is None:
+            raise ValueError("these annotations have features: give coef.")
+        params["coef"] = coef
+    return _items_np(annotations, params)[0]
+
+
+# --------------------------------------------------- the item marginal, PyTensor
+def _scatter(values, idx, n):
+    return pt.zeros(n)[idx].inc(values)
+
+
+def _gaussian_items_pt(ann: Annotations, tau, bias, m, gamma):
+    """Per-item log marginal likelihood, posterior mean and sd of y_i (Gaussian noise)."""
+    n, i, j = ann.n_items, ann.item_idx, ann.annotator_idx
+    tau_r = tau[j]
+    r = ann.labels - m[i]
+    if bias is not None:
+        r = r - bias[j]
+    A = gamma + _scatter(tau_r, i, n)
+    S = _scatter(tau_r * r, i, n)
+    Q = _scatter(0.5 * pt.log(tau_r) - 0.5 * tau_r * r ** 2, i, n)
+    n_i = np.bincount(i, minlength=n)
+    loglik = Q + 0.5 * pt.log(gamma) - 0.5 * pt.log(A) + 0.5 * S ** 2 / A - 0.5 * n_i * _LOG_2PI
+    return loglik, m + S / A, 1.0 / pt.sqrt(A)
+
+
+def _student_t_items_pt(ann: Annotations, tau, bias, m, gamma, nu: float, n_nodes: int):
+    """Student-t noise: the same three quantities by adaptive Gauss-Hermite quadrature.
+
+    With debiased labels d_ij = y_ij - bias_j, the integrand over u = y_i is
+    N(u; m_i, 1/gamma) prod_j t_nu(d_ij; u, 1/sqrt(tau_j)). Its mode is found
+    by reweighted least squares (weights (nu + 1) / (nu + tau r^2), started at
+    the Gaussian posterior mean); the nodes are c_i + sqrt(2) s_i x_k with
+    s_i = 1.5 / sqrt(gamma + sum_j w_ij tau_j), and
+    integral = sqrt(2) s_i sum_k w_k exp(x_k^2) integrand(node_k).
+    """
+    n, i, j = ann.n_items, ann.item_idx, ann.annotator_idx
+    tau_r = tau[j]
+    d = ann.labels if bias is None else ann.labels - bias[j]
+    A = gamma + _scatter(tau_r, i, n)
+    center = (gamma * m + _scatter(tau_r * d, i, n)) / A
+    for _ in range(_IRLS_STEPS):
+        r = d - center[i]
+        w = (nu + 1) / (nu + tau_r * r ** 2)
+        A = gamma + _scatter(w * tau_r, i, n)
+        center = (gamma * m + _scatter(w * tau_r * d, i, n)) / A
+    x, wk = np.polynomial.hermite.hermgauss(n_nodes)
+    s = _QUADRATURE_WIDTH / pt.sqrt(A)
+    nodes = center[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]  # (item, node)
+    const = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+    resid = d[:, None] - nodes[i]  # (annotation, node)
+    log_t = (const + 0.5 * pt.log(tau_r)[:, None]
+             - (nu + 1) / 2 * pt.log1p(tau_r[:, None] * resid ** 2 / nu))
+    terms = (pt.zeros((n, n_nodes))[i].inc(log_t)
+             + 0.5 * pt.log(gamma) - 0.5 * _LOG_2PI - 0.5 * gamma * (nodes - m[:, None]) ** 2
+             + (np.log(wk) + x ** 2)[None, :])
+    loglik = pt.log(np.sqrt(2.0) * s) + pt.logsumexp(terms, axis=1)
+    prob = pt.special.softmax(terms, axis=1)
+    mean = pt.sum(prob * nodes, axis=1)
+    var = pt.sum(prob * (nodes - mean[:, None]) ** 2, axis=1)
+    return loglik, mean, pt.sqrt(var)
+
+
+def _item_logp(value, loglik):
+    return loglik
+
+
+def _add_item_likelihood(ann: Annotations, loglik, mean, sd) -> None:
+    """The continuous counterpart of ``_common.add_item_likelihood``.
+
+    The observed ``labels`` (item) holds each item's number of labels and has the
+    item's marginal log-likelihood as its log-density, so log_likelihood is per
+    item; ``true_value``/``true_value_sd`` are the posterior mean and sd of y_i
+    given the parameters; ``n_labels`` (annotator) lands in constant_data.
+    """
+    n_per_item = np.bincount(ann.item_idx, minlength=ann.n_items)
+    pm.CustomDist("labels", loglik, logp=_item_logp, observed=n_per_item, dims=D.ITEM)
+    pm.Deterministic("true_value", mean, dims=D.ITEM)
+    pm.Deterministic("true_value_sd", sd, dims=D.ITEM)
+    pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
+
+
+# ------------------------------------------------------------------- EM
+def _m_step(ann: Annotations, mean, var, pri: dict, previous: dict) -> dict:
+    """Conditional maximisation of the expected complete-data log posterior.
+
+    Precisions (given the previous biases), then biases (given the new
+    precisions), then the regression (given the previous truth_precision), then
+    truth_precision: each block in closed form with its prior (no Jacobian), so
+    every step raises the objective (ECM, Meng & Rubin 1993) and the fixed
+    points are those of the marginal posterior.
+    """
+    y, i, j = ann.labels, ann.item_idx, ann.annotator_idx
+    J, n = ann.n_annotators, ann.n_items
+    n_j = np.bincount(j, minlength=J)
+    beta = previous.get("bias", np.zeros(J)) if pri["bias"] else np.zeros(J)
+    resid = y - beta[j] - mean[i]
+    ss = np.bincount(j, weights=resid ** 2 + var[i], minlength=J)
+    tau = (pri["tau_a"] - 1 + n_j / 2) / (pri["tau_b"] + ss / 2)
+    params = {"precision": tau}
+    if pri["bias"]:
+        s_j = np.bincount(j, weights=y - mean[i], minlength=J)
+        denom = tau * n_j + 1 / pri["bias_sd"] ** 2
+        lagrange = np.sum(tau * s_j / denom) / np.sum(1 / denom)
+        params["bias"] = (tau * s_j - lagrange) / denom
+    gamma = float(previous["truth_precision"])
+    if ann.features is None:
+        total = gamma * mean.sum() + pri["intercept_prec"] * pri["center"]
+        params["intercept"] = total / (gamma * n + pri["intercept_prec"])
+        m = np.full(n, params["intercept"])
+    else:
+        X = np.hstack([ann.features, np.ones((n, 1))])
+        P = np.diag(np.append(pri["coef_prec"], pri["intercept_prec"]))
+        prior_mean = np.zeros(X.shape[1])
+        prior_mean[-1] = pri["center"]
+        theta = np.linalg.solve(gamma * X.T @ X + P, gamma * X.T @ mean + P @ prior_mean)
+        params["coef"], params["intercept"] = theta[:-1], float(theta[-1])
+        m = X @ theta
+    dev = np.sum((mean - m) ** 2 + var)
+    params["truth_precision"] = (pri["gamma_a"] - 1 + n / 2) / (pri["gamma_b"] + dev / 2)
+    return params
+
+
+def _start(ann: Annotations, pri: dict) -> dict:
+    """Data-based start: item means as the truth, then one M-step."""
+    n = ann.n_items
+    i = ann.item_idx
+    n_i = np.bincount(i, minlength=n)
+    mean = np.bincount(i, weights=ann.labels, minlength=n) / n_i
+    within = np.sum((ann.labels - mean[i]) ** 2)
+    dof = ann.n_annotations - n
+    w = within / dof if dof > 0 and within > 0 else pri["scale"] ** 2
+    var = w / n_i
+    spread = np.var(mean) if n > 1 else 0.0
+    previous = {"truth_precision": 1.0 / (spread if spread > 0 else pri["scale"] ** 2)}
+    return _m_step(ann, mean, var, pri, previous)
+
+
+def _gamma_logpdf_nojac(x, a, b, flat: bool) -> float:
+    if flat:
+        return 0.0
+    x = np.asarray(x, dtype=float)
+    return float(np.sum(a * np.log(b) - gammaln(a) + (a - 1) * np.log(x) - b * x))
+
+
+def _normal_logpdf(x, mu, precision) -> float:
+    precision = np.asarray(precision, dtype=float)
+    if np.all(precision == 0):
+        return 0.0
+    x = np.asarray(x, dtype=float)
+    return float(np.sum(0.5 * np.log(precision) - 0.5 * _LOG_2PI
+                        - 0.5 * precision * (x - mu) ** 2))
+
+
+def _zerosum_normal_logpdf(x, sd: float) -> float:
+    """PyMC's ZeroSumNormal log density over one zero-sum axis (0 when flat)."""
+    if not np.isfinite(sd):
+        return 0.0
+    x = np.asarray(x, dtype=float)
+    return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * _LOG_2PI) * (x.size - 1))
+
+
+def _log_prior(params: dict, pri: dict) -> float:
+    lp = _gamma_logpdf_nojac(params["precision"], pri["tau_a"], pri["tau_b"], pri["tau_flat"])
+    lp += _gamma_logpdf_nojac(params["truth_precision"], pri["gamma_a"], pri["gamma_b"],
+                              pri["gamma_flat"])
+    if "bias" in params:
+        lp += _zerosum_normal_logpdf(params["bias"], pri["bias_sd"])
+    if "coef" in params:
+        lp += _normal_logpdf(params["coef"], 0.0, pri["coef_prec"])
+    lp += _normal_logpdf(params["intercept"], pri["center"], pri["intercept_prec"])
+    return lp
+
+
+def _change(new: dict, old: dict, scale: float) -> float:
+    """Largest parameter move, unit-free: log precisions, the rest / label_scale."""
+    moves = [np.max(np.abs(np.log(new[k]) - np.log(old[k])))
+             for k in ("precision", "truth_precision")]
+    moves += [np.max(np.abs(np.asarray(new[k]) - np.asarray(old[k]))) / scale
+              for k in ("bias", "coef", "intercept") if k in new]
+    return float(max(moves))
+
+
+# ----------------------------------------------------------------- factory
+def build_model(
+    annotations: Annotations,
+    *,
+    bias: bool = False,
+    noise: str = "gaussian",
+    nu: float = 4.0,
+    precision_prior=DEFAULT_PRIORS["precision_prior"],
+    truth_precision_prior=DEFAULT_PRIORS["truth_precision_prior"],
+    bias_sd=DEFAULT_PRIORS["bias_sd"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    label_scale: float | None = None,
+    quadrature_nodes: int = QUADRATURE_NODES,
+) -> pm.Model:
+    """The continuous-label model in PyMC, true values integrated out.
+
+    Parameters
+    ----------
+    annotations : Annotations with continuous labels (``continuous=True``);
+        with features, the truth is a linear regression on them.
+    bias : bool
+        Add a per-annotator additive ``bias`` (sum-to-zero over annotators).
+    noise : "gaussian" or "student_t"
+        Annotator noise. Student-t uses ``nu`` degrees of freedom (fixed) and
+        ``quadrature_nodes`` Gauss-Hermite nodes per item.
+    precision_prior, truth_precision_prior : (shape, rate)
+        Gamma priors in ``label_scale`` units; ``precision_prior`` may hold
+        arrays over annotators.
+    bias_sd : positive number, prior sd of the biases in ``label_scale`` units
+        (``np.inf``: flat).
+    coef_precision : number or (feature,), Gaussian prior precision of
+        ``coef / label_scale``; 0 = flat.
+    intercept_precision : number, Gaussian prior precision of
+        ``(intercept - mean label) / label_scale``; 0 = flat.
+    label_scale : positive number or None (the sd of all labels).
+
+    Variables: ``precision`` (annotator), ``bias`` (annotator, with
+    ``bias=True``), ``coef`` (feature) with features, ``intercept``,
+    ``truth_precision``; deterministic ``true_value`` and ``true_value_sd``
+    (item), the posterior mean and sd of each item's true value given the
+    parameters; observed ``labels`` (item), whose log-density is each item's
+    marginal log-likelihood; data ``n_labels`` (annotator).
+    ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
+    """
+    _require_continuous(annotations)
+    nu = _check_noise(noise, nu)
+    if isinstance(quadrature_nodes, bool) or not isinstance(
+            quadrature_nodes, int | np.integer) or quadrature_nodes < 2:
+        raise ValueError(f"quadrature_nodes must be an integer >= 2, got {quadrature_nodes!r}.")
+    pri = _priors(annotations, bias=bias, precision_prior=precision_prior,
+                  truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
+                  coef_precision=coef_precision, intercept_precision=intercept_precision,
+                  label_scale=label_scale)
+    start = _start(annotations, pri)
+    n = annotations.n_items
+    with pm.Model(coords=annotations.coords()) as model:
+        if pri["tau_flat"]:
+            tau = pm.HalfFlat("precision", dims=D.ANNOTATOR)
+        else:
+            tau = pm.Gamma("precision", alpha=pri["tau_a"], beta=pri["tau_b"], dims=D.ANNOTATOR)
+        beta = None
+        if bias:
+            if np.isfinite(pri["bias_sd"]):
+                beta = pm.ZeroSumNormal("bias", sigma=pri["bias_sd"], dims=D.ANNOTATOR)
+            else:
+                beta = pm.Flat("bias", dims=D.ANNOTATOR, transform=ZeroSumTransform([-1]))
+        if pri["intercept_prec"] == 0:
+            intercept = pm.Flat("intercept")
+        else:
+            intercept = pm.Normal("intercept", pri["center"],
+                                  sigma=1 / np.sqrt(pri["intercept_prec"]))
+        if annotations.features is None:
+            m = pt.zeros(n) + intercept
+        else:
+            X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
+            if np.all(pri["coef_prec"] == 0):
+                coef = pm.Flat("coef", dims=D.FEATURE)
+            else:
+                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(pri["coef_prec"]),
+                                 dims=D.FEATURE)
+            m = X @ coef + intercept
+        if pri["gamma_flat"]:
+            gamma = pm.HalfFlat("truth_precision")
+        else:
+            gamma = pm.Gamma("truth_precision", alpha=pri["gamma_a"], beta=pri["gamma_b"])
+        if noise == "gaussian":
+            items = _gaussian_items_pt(annotations, tau, beta, m, gamma)
+        else:
+            items = _student_t_items_pt(annotations, tau, beta, m, gamma, nu,
+                                        int(quadrature_nodes))
+        _add_item_likelihood(annotations, *items)
+    model.crowd_start = start
+    return model
+
+
+# ---------------------------------------------------------------------- EM
+def em(
+    annotations: Annotations,
+    *,
+    bias: bool = False,
+    noise: str = "gaussian",
+    precision_prior=DEFAULT_PRIORS["precision_prior"],
+    truth_precision_prior=DEFAULT_PRIORS["truth_precision_prior"],
+    bias_sd=DEFAULT_PRIORS["bias_sd"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    label_scale: float | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100_000,
+) -> xr.Dataset:
+    """MAP-EM for Gaussian noise (Raykar et al. 2009, sec. 8.3, with priors and bias).
+
+    E-step: the posterior of each true value given the parameters, Gaussian
+    with precision ``A_i = truth_precision + sum_j precision_j`` and mean
+    ``(truth_precision m_i + sum_j precision_j (y_ij - bias_j)) / A_i``.
+    M-step, each block in closed form with its prior: precisions
+    ``(a - 1 + n_j/2) / (b + 1/2 sum_i E[(y_ij - bias_j - y_i)^2])``; biases,
+    the sum-to-zero constrained maximiser (a Lagrange multiplier); the
+    regression by weighted least squares with its Gaussian prior (the common
+    mean without features); ``truth_precision`` like the precisions. Starts
+    from the item means (see the module docstring) and iterates until no
+    parameter moves by more than ``tol`` (log precisions; the others in
+    ``label_scale`` units). ``noise="student_t"`` has no EM.
+
+    Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
+    ``precision``, ``bias`` (with ``bias=True``), ``coef`` (with features),
+    ``intercept``, ``truth_precision``, ``true_value``, ``true_value_sd``; and
+    ``n_labels`` and the conditional Gamma posterior of each precision given
+    the final E-step, ``precision_alpha``/``precision_beta`` (its mode is the
+    estimate). ``attrs`` hold ``log_posterior`` (the quantity ``find_MAP``
+    maximises: ``model.logp(jacobian=False)``), ``log_likelihood``,
+    ``n_iter``, ``converged`` and ``label_scale``.
+    """
+    _require_continuous(annotations)
+    _check_noise(noise, 4.0)
+    if noise != "gaussian":
+        raise ValueError(
+            f"noise={noise!r} has no EM (its E-step has no closed form); use "
+            f"cm.fit_map(build_model(..., noise={noise!r})) or cm.sample."
+        )
+    if not (tol > 0 and max_iter >= 0):
+        raise ValueError(f"need tol > 0 and max_iter >= 0, got tol={tol}, max_iter={max_iter}.")
+    pri = _priors(annotations, bias=bias, precision_prior=precision_prior,
+                  truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
+                  coef_precision=coef_precision, intercept_precision=intercept_precision,
+                  label_scale=label_scale)
+    params = _start(annotations, pri)
+    n_iter, converged = 0, False
+    while n_iter < max_iter:
+        n_iter += 1
+        _, mean, var = _items_np(annotations, params)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = _m_step(annotations, mean, var, pri, params)
+            change = _change(new, params, pri["scale"])
+        if not np.isfinite(change):
+            raise FloatingPointError(
+                "EM produced non-finite parameters (a precision ran off to infinity, which "
+                "flat priors allow); use Gamma priors with rate > 0 (the defaults)."
+            )
+        params = new
+        if change < tol:
+            converged = True
+            break
+    item_ll, mean, var = _items_np(annotations, params)
+    loglik = float(item_ll.sum())
+    j = annotations.annotator_idx
+    beta = params.get("bias", np.zeros(annotations.n_annotators))
+    resid = annotations.labels - beta[j] - mean[annotations.item_idx]
+    ss = np.bincount(j, weights=resid ** 2 + var[annotations.item_idx],
+                     minlength=annotations.n_annotators)
+    extra = {
+        "n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
+        "precision_alpha": ((D.ANNOTATOR,), pri["tau_a"] + annotations.n_labels() / 2),
+        "precision_beta": ((D.ANNOTATOR,), pri["tau_b"] + ss / 2),
+    }
+    return C.em_dataset(
+        annotations, {**params, "true_value": mean, "true_value_sd": np.sqrt(var)}, _DIMS,
+        extra=extra,
+        attrs={
+            "family": "continuous", "noise": noise, "bias": int(bool(bias)), "method": "em",
+            "log_likelihood": loglik, "log_posterior": loglik + _log_prior(params, pri),
+            "n_iter": n_iter, "converged": int(converged), "label_scale": pri["scale"],
+        },
+    )
+
+
+# ---------------------------------------------------------------- simulate
+def _positive_vector(value, name: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array (one per annotator).")
+    if np.any(~np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive and finite, got {arr}.")
+    return arr
+
+
+def simulate(
+    precision,
+    *,
+    bias=None,
+    n_items: int | None = None,
+    features=None,
+    n_features: int = 0,
+    coef=None,
+    intercept: float = 0.0,
+    truth_precision: float = 1.0,
+    true_values=None,
+    labels_per_item: int | None = None,
+    noise: str = "gaussian",
+    nu: float = 4.0,
+    rng=None,
+) -> Annotations:
+    """Continuous annotations drawn from the model, with the truth kept.
+
+    The true values are ``true_values`` if given, else
+    ``N(coef . x_i + intercept, 1 / truth_precision)`` with features
+    (``features`` given, or ``n_features`` standard-normal ones; ``coef``
+    drawn N(0, 1) if not given), else ``N(intercept, 1 / truth_precision)``.
+    Annotator j adds ``bias[j]`` (which must sum to zero, the model's
+    identifiability constraint) and noise of precision ``precision[j]``:
+    Gaussian, or Student-t with ``nu`` degrees of freedom and scale
+    ``1 / sqrt(precision[j])``. Every annotator labels every item, or each
+    item gets ``labels_per_item`` annotators drawn without replacement.
+
+    Returns continuous Annotations whose ``gold`` holds the true values and
+    whose ``truth`` holds the true parameters (annotators named
+    ``annotator_0``, ...).
+    """
+    rng = np.random.default_rng(rng)
+    nu = _check_noise(noise, nu)
+    tau = _positive_vector(precision, "precision")
+    J = len(tau)
+    truth = {"precision": ((D.ANNOTATOR,), tau)}
+    if bias is not None:
+        beta = np.asarray(bias, dtype=float)
+        if beta.shape != (J,) or np.any(~np.isfinite(beta)):
+            raise ValueError(f"bias must be {J} finite numbers, one per annotator.")
+        if abs(beta.sum()) > 1e-8 * max(1.0, np.abs(beta).max()):
+            raise ValueError(
+                f"bias must sum to zero (the model's identifiability constraint), got sum "
+                f"{beta.sum():.3g}; centre it: bias - bias.mean()."
+            )
+        truth["bias"] = ((D.ANNOTATOR,), beta)
+    else:
+        beta = np.zeros(J)
+    if not (np.isfinite(truth_precision) and truth_precision > 0):
+        raise ValueError(f"truth_precision must be positive, got {truth_precision!r}.")
+    X = None
+    if features is not None:
+        X = np.asarray(features, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"features must be 2-D (item, feature), got shape {X.shape}.")
+    elif n_features:
+        if n_items is None:
+            raise ValueError("give n_items (or features).")
+        X = rng.standard_normal((n_items, n_features))
+    if n_items is None:
+        n_items = len(X) if X is not None else (
+            None if true_values is None else len(true_values))
+    if n_items is None:
+        raise ValueError("give n_items, features or true_values.")
+    if X is not None and len(X) != n_items:
+        raise ValueError(f"features have {len(X)} rows for {n_items} items.")
+    if true_values is not None:
+        y_true = np.asarray(true_values, dtype=float)
+        if y_true.shape != (n_items,) or np.any(~np.isfinite(y_true)):
+            raise ValueError(f"true_values must be {n_items} finite numbers.")
+    else:
+        m = np.full(n_items, float(intercept))
+        if X is not None:
+            w = rng.standard_normal(X.shape[1]) if coef is None else np.asarray(coef, float)
+            if w.shape != (X.shape[1],):
+                raise ValueError(f"coef must have {X.shape[1]} entries, one per feature.")
+            m = X @ w + intercept
+            truth["coef"] = ((D.FEATURE,), w)
+        truth["intercept"] = ((), float(intercept))
+        truth["truth_precision"] = ((), float(truth_precision))
+        y_true = m + rng.standard_normal(n_items) / np.sqrt(truth_precision)
+    item_idx, ann_idx = C.simulation_design(n_items, J, labels_per_item, rng)
+    if noise == "gaussian":
+        eps = rng.standard_normal(len(item_idx))
+    else:
+        eps = rng.standard_t(nu, len(item_idx))
+    y = y_true[item_idx] + beta[ann_idx] + eps / np.sqrt(tau[ann_idx])
+    return _simulated_annotations(item_idx, ann_idx, y, y_true, X, truth)
+
+
+def _simulated_annotations(item_idx, annotator_idx, labels, true_values, features,
+                           truth: dict) -> Annotations:
+    """Continuous counterpart of ``_common.simulated_annotations``."""
+    n_annotators = len(truth["precision"][1])
+    names = pd.Index([f"annotator_{j}" for j in range(n_annotators)])
+    frame = pd.DataFrame({"item": item_idx, "annotator": names[annotator_idx],
+                          "label": labels})
+    ann = Annotations.from_frame(
+        frame, features=features, continuous=True,
+        gold=pd.Series(true_values, index=np.arange(len(true_values))))
+    used = {d for dims, _ in truth.values() for d in dims}
+    coords = {k: v for k, v in ann.coords().items() if k in used} | {D.ANNOTATOR: names}
+    ds = xr.Dataset(truth, coords=coords)
+    ds = ds.isel({D.ANNOTATOR: names.get_indexer(ann.annotators)}).assign_coords(
+        {D.ANNOTATOR: ann.annotators})
+    return replace(ann, truth=ds)
+
+
+# ----------------------------------------------------------------- reports
+def _sample_matrix(da: xr.DataArray, dim: str) -> np.ndarray:
+    """(sample, dim) draws of a (chain, draw, dim) variable."""
+    sample = [d for d in (D.CHAIN, D.DRAW) if d in da.dims]
+    da = da.transpose(*sample, dim)
+    return np.asarray(da.values, dtype=float).reshape(-1, da.sizes[dim])
+
+
+def _stats(draws: np.ndarray, ci_prob: float) -> dict:
+    tail = (1 - ci_prob) / 2
+    if len(draws) == 1:
+        return {"mean": float(draws[0]), "sd": np.nan, "lower": np.nan, "upper": np.nan}
+    return {"mean": float(draws.mean()), "sd": float(draws.std(ddof=1)),
+            "lower": float(np.quantile(draws, tail)),
+            "upper": float(np.quantile(draws, 1 - tail))}
+
+
+def _check_ci_prob(ci_prob) -> float:
+    if isinstance(ci_prob, bool) or not isinstance(ci_prob, int | float | np.number) or not (
+            0 < ci_prob < 1):
+        raise ValueError(f"ci_prob must be strictly between 0 and 1 (e.g. 0.9), got {ci_prob!r}.")
+    return float(ci_prob)
+
+
+def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
+    annotators = pd.Index(post[D.ANNOTATOR].values)
+    if annotations is not None:
+        counts = pd.Series(annotations.n_labels(), index=annotations.annotators)
+    else:
+        source = post["n_labels"] if "n_labels" in post else None
+        if source is None and isinstance(fit, xr.DataTree) and "constant_data" in fit.children:
+            const = fit["constant_data"].to_dataset()
+            source = const["n_labels"] if "n_labels" in const else None
+        if source is None:
+            raise ValueError(
+                "the fit does not record the labels per annotator (n_labels); pass "
+                "annotations=... ."
+            )
+        counts = pd.Series(np.asarray(source.values), index=pd.Index(source[D.ANNOTATOR].values))
+    missing = annotators[~annotators.isin(counts.index)]
+    if len(missing):
+        raise ValueError(f"no label counts for annotator(s) {list(missing[:5])}.")
+    return counts.reindex(annotators).to_numpy(dtype=float)
+
+
+def _item_draws(post: xr.Dataset, annotations: Annotations | None):
+    """(sample, item) draws of true_value and true_value_sd, and the item ids."""
+    for name in ("true_value", "true_value_sd"):
+        if name not in post:
+            raise ValueError(
+                f"this fit has no {name!r} (item); is it a continuous fit? Its variables are "
+                f"{sorted(map(str, post.data_vars))}."
+            )
+    items = pd.Index(post[D.ITEM].values)
+    mean = _sample_matrix(post["true_value"], D.ITEM)
+    sd = _sample_matrix(post["true_value_sd"], D.ITEM)
+    if annotations is not None:
+        pos = items.get_indexer(annotations.items)
+        if (pos < 0).any() or len(items) != annotations.n_items:
+            raise ValueError("the fit's items are not the annotations' items; score a fit of "
+                             "these annotations.")
+        mean, sd, items = mean[:, pos], sd[:, pos], annotations.items
+    return mean, sd, items
+
+
+def true_value_summary(fit, *, annotations: Annotations | None = None,
+                       ci_prob: float = 0.9) -> pd.DataFrame:
+    """Posterior of each item's true value: mean, sd and interval.
+
+    ``fit`` is an EM Dataset or a MAP/NUTS DataTree of this family. Over the
+    draws, the mean is the mean of ``true_value`` and the variance is the mean
+    of ``true_value_sd**2`` plus the variance of ``true_value`` (the law of
+    total variance); the interval is the normal one with that mean and sd
+    (exact for a single draw of a Gaussian-noise fit). With ``annotations``,
+    rows follow their item order and a ``gold`` column is added when they
+    have gold values (NaN where unknown).
+    """
+    ci_prob = _check_ci_prob(ci_prob)
+    post = posterior_of(fit)
+    mean, sd, items = _item_draws(post, annotations)
+    centre = mean.mean(axis=0)
+    spread = np.sqrt(np.mean(sd ** 2, axis=0) + mean.var(axis=0))
+    z = stats.norm.ppf(0.5 + ci_prob / 2)
+    table = pd.DataFrame({"mean": centre, "sd": spread, "lower": centre - z * spread,
+                          "upper": centre + z * spread}, index=pd.Index(items, name=D.ITEM))
+    if annotations is not None and annotations.gold is not None:
+        table["gold"] = annotations.gold
+    return table
+
+
+def _expert_precision(resid, var, offset: bool, scale: float) -> float:
+    """Maximum-likelihood precision of labels ``resid_i ~ N(o, var_i + 1 / precision)``."""
+
+    def nll(log_s2):
+        w = 1.0 / (var + np.exp(log_s2))
+        o = np.sum(w * resid) / np.sum(w) if offset else 0.0
+        return 0.5 * np.sum(w * (resid - o) ** 2 - np.log(w))
+
+    lo, hi = np.log(scale ** 2) - 25, np.log(scale ** 2) + 10
+    res = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-8})
+    if res.x < lo + 1e-4:  # the expert's error is not detectable
+        return np.inf
+    return float(np.exp(-res.x))
+
+
+def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None = None,
+                       ci_prob: float = 0.9) -> pd.DataFrame:
+    """How many of these annotators equal one expert.
+
+    Under Gaussian noise, labels combine by adding precisions: n labels of
+    precision tau pin the truth down as well as one label of precision
+    ``n * tau``. So one expert label of precision ``tau_E`` is worth
+    ``tau_E / tau_crowd`` crowd labels, where ``tau_crowd`` is the precision of
+    a random crowd label (the label-weighted mean precision,
+    ``sum_j n_j tau_j / sum_j n_j``).
+
+    Parameters
+    ----------
+    fit : EM Dataset or MAP/NUTS DataTree of this family.
+    expert_precision : positive number, or "gold"
+        The expert's precision in label units (1 / the expert's error
+        variance). ``"gold"`` estimates it from the gold values of
+        ``annotations``, draw by draw: the gold values did not inform the
+        fit, so given a draw an expert label is ``g_i ~ N(mu_i + o, sd_i**2 +
+        1 / expert_precision)``, with ``mu_i``/``sd_i`` the draw's
+        ``true_value``/``true_value_sd``, and ``expert_precision`` is the
+        maximum-likelihood value of that model over the gold items. When the
+        fit has biases the expert gets an offset ``o`` too (estimated jointly),
+        otherwise o = 0. An expert whose errors are too small to detect next
+        to the crowd's uncertainty gets an infinite precision.
+    annotations : the fitted Annotations (needed for ``"gold"``; otherwise
+        optional, for the labels per annotator).
+    ci_prob : probability of the equal-tailed intervals (over draws).
+
+    Returns
+    -------
+    DataFrame indexed by ``expert_precision``, ``crowd_precision`` and
+    ``annotators_per_expert`` (= expert / crowd precision), with columns
+    ``mean``, ``sd``, ``lower``, ``upper``, computed draw by draw (NaN spreads
+    for a single-draw fit). Student-t fits: precisions are inverse squared
+    scales, so the ratio compares scales, not variances.
+    """
+    ci_prob = _check_ci_prob(ci_prob)
+    post = posterior_of(fit)
+    if "precision" not in post or D.ANNOTATOR not in post["precision"].dims:
+        raise ValueError(
+            f"this fit has no per-annotator precision; its variables are "
+            f"{sorted(map(str, post.data_vars))}."
+        )
+    tau = _sample_matrix(post["precision"], D.ANNOTATOR)
+    n_j = _labels_per_annotator(fit, post, annotations)
+    crowd = tau @ n_j / n_j.sum()
+    if isinstance(expert_precision, str):
+        if expert_precision != "gold":
+            raise ValueError(
+                f"expert_precision={expert_precision!r}: give a positive number or 'gold'.")
+        if annotations is None or not annotations.continuous or not annotations.has_gold:
+            raise ValueError(
+                "expert_precision='gold' needs annotations=... with continuous gold values.")
+        mean, sd, _ = _item_draws(post, annotations)
+        known = ~np.isnan(annotations.gold)
+        if known.sum() < 2:
+            raise ValueError("expert_precision='gold' needs at least two items with gold.")
+        resid = annotations.gold[known][None, :] - mean[:, known]
+        scale = float(np.std(annotations.labels))
+        expert = np.array([_expert_precision(r, v, "bias" in post, scale)
+                           for r, v in zip(resid, sd[:, known] ** 2, strict=True)])
+    else:
+        if isinstance(expert_precision, bool) or not isinstance(
+                expert_precision, int | float | np.number) or not (
+                np.isfinite(expert_precision) and expert_precision > 0):
+            raise ValueError(
+                f"expert_precision must be a positive number or 'gold', got "
+                f"{expert_precision!r}.")
+        expert = np.full(len(tau), float(expert_precision))
+    rows = {"expert_precision": expert, "crowd_precision": crowd,
+            "annotators_per_expert": expert / crowd}
+    return pd.DataFrame({name: _stats(v, ci_prob) for name, v in rows.items()}).T
