@@ -32,6 +32,7 @@ COUNTS = {
     "dog": (807, 109, 8070, [0, 1, 2, 3], 807),
     "web_search": (2665, 177, 15567, [1, 2, 3, 4, 5], 2653),
     "music_genre": (700, 44, 2945, GENRES, 700),
+    "gi_lesions": (76, 7, 532, ["adenoma", "hyperplasic", "serrated"], 76),
 }
 
 # name: (value stated in the shared README, value the files give)
@@ -43,6 +44,7 @@ MAJORITY_VOTE = {
     # The shared README states 0.79; no tie rule reproduces it from these files
     # (ties first 0.711, ties split 0.704, any tied class counted right 0.813).
     "music_genre": (None, 0.7114),
+    "gi_lesions": (None, 0.6711),
 }
 
 # bundled file -> raw file, relative to their data folders
@@ -63,6 +65,14 @@ BUNDLED = {
     **{f"affect/{e}.standardized.tsv": f"snow2008/{e}.standardized.tsv"
        for e in ("anger", "disgust", "fear", "joy", "sadness", "surprise", "valence")},
     "affect/affect_headlines.tsv": "snow2008/affect_headlines.tsv",
+    "gi_lesions/data.txt": "gi_lesions/original/data.txt",
+    **{f"gi_lesions/{name}": f"gi_lesions/converted/{name}"
+       for name in ("gi_lesions_3class_labels.csv", "gi_lesions_binary_resection_labels.csv")},
+    **{f"gi_lesions/paper_splits_50/{k}{part}.csv": f"gi_lesions/paper_splits_50/{k}{part}.csv"
+       for k in range(1, 51) for part in ("X_train", "X_test", "Y_train", "gt_train", "gt_test")},
+    **{f"gi_lesions/paper_results/{name}": f"gi_lesions/paper_results/{name}"
+       for name in ("pred_real_data_julia.csv", "table6.csv", "table6_LKAAR.csv",
+                    "table6_julia_competitors.csv", "table7.csv")},
 }
 
 
@@ -126,6 +136,7 @@ def test_class_balance(loaded):
     assert balance("dog") == [172, 185, 218, 232]
     assert balance("web_search") == [330, 481, 689, 534, 619]
     assert balance("music_genre") == [67, 72, 74, 72, 63, 71, 75, 64, 70, 72]
+    assert balance("gi_lesions") == [40, 21, 15]
 
 
 def test_anesthesia_repeated_labels(loaded):
@@ -218,8 +229,9 @@ def test_bundled_files_match_raw(bundled):
 
 
 def test_every_bundled_file_is_listed():
-    root = resources.files("crowd_models.datasets").joinpath("data")
-    found = {f"{d.name}/{f.name}" for d in root.iterdir() if d.is_dir() for f in d.iterdir()}
+    root = Path(str(resources.files("crowd_models.datasets").joinpath("data")))
+    found = {p.relative_to(root).as_posix() for p in root.rglob("*")
+             if p.is_file() and p.parent != root}
     assert found == set(BUNDLED)
 
 
@@ -307,3 +319,80 @@ def test_affect_conflicting_gold_is_an_error(monkeypatch):
     monkeypatch.setattr(datasets, "_read", read_with_conflict)
     with pytest.raises(ValueError, match=r"1 item\(s\) have more than one gold value"):
         datasets.load_affect("fear")
+
+
+# ------------------------------------------------------------------ gi_lesions
+def _data_txt() -> pd.DataFrame:
+    with _bundled("gi_lesions/data.txt").open("rb") as fh:
+        return pd.read_csv(fh, header=None).T
+
+
+@pytest.mark.parametrize("light, code", [("white", 1), ("nbi", 2)])
+def test_gi_lesions_features_come_from_the_chosen_light(light, code):
+    ann = datasets.load_gi_lesions(features="all", light=light)
+    assert ann.features.shape == (76, 698)
+    raw = _data_txt()
+    rows = raw[(raw[0] == "adenoma_8") & (raw[2].astype(int) == code)]
+    np.testing.assert_array_equal(ann.features[list(ann.items).index("adenoma_8")],
+                                  rows.iloc[0, 3:].astype(float).to_numpy())
+    # the class row of data.txt (1 hyperplasic, 2 serrated, 3 adenoma) agrees with the gold
+    classes = raw.groupby(0)[1].first().astype(int).map({1: "hyperplasic", 2: "serrated",
+                                                         3: "adenoma"})
+    assert list(ann.classes[ann.gold]) == classes.loc[ann.items].tolist()
+
+
+def test_gi_lesions_paper_features_and_binary_task():
+    ann = datasets.load_gi_lesions(task="binary", features="paper", light="paper")
+    assert list(ann.feature_names) == ["feature112", "feature172", "feature474",
+                                       "feature488", "feature602"]
+    assert list(ann.classes) == ["no-resection", "resection"]
+    assert np.bincount(ann.gold).tolist() == [21, 55]
+    three = datasets.load_gi_lesions(features=None)
+    assert three.features is None
+    # no-resection is exactly the hyperplasic lesions
+    hyper = three.classes[three.gold] == "hyperplasic"
+    np.testing.assert_array_equal(ann.gold == 0, hyper)
+    # the paper's images: the first of each lesion's two columns, 61 white-light and 15 NBI
+    raw = _data_txt()
+    first = raw[~raw[0].duplicated()]
+    assert first[2].astype(int).value_counts().to_dict() == {1: 61, 2: 15}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"task": "4class"}, r"task='4class' is not valid; choose one of '3class', 'binary'"),
+    ({"light": "blue"}, r"light='blue' is not valid; choose one of 'white', 'nbi', 'paper'"),
+    ({"features": "some"}, r"features='some' is not valid; choose one of 'all', 'paper'"),
+])
+def test_gi_lesions_bad_options(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        datasets.load_gi_lesions(**kwargs)
+
+
+@pytest.mark.parametrize("k", [1, 50])
+def test_gi_lesions_split_matches_the_paper_files(k):
+    split = datasets.load_gi_lesions_split(k)
+    train, test_x, test_gold = split["train"], split["test_features"], split["test_gold"]
+    assert (train.n_items, train.n_annotators, train.n_annotations) == (50, 7, 350)
+    assert test_x.shape == (26, 5) and test_x.index.equals(test_gold.index)
+    assert not set(train.items) & set(test_x.index)
+    folder = RAW / "gi_lesions" / "paper_splits_50"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not available")
+    x_train = pd.read_csv(folder / f"{k}X_train.csv", header=None).to_numpy()
+    np.testing.assert_allclose(train.features, x_train, rtol=1e-4)
+    codes = {"adenoma": 1, "hyperplasic": 2, "serrated": 3}
+    gt_test = pd.read_csv(folder / f"{k}gt_test.csv", header=None)[0]
+    assert test_gold.map(codes).tolist() == gt_test.tolist()
+    y_train = pd.read_csv(folder / f"{k}Y_train.csv", header=None).to_numpy()
+    wide = train.to_frame().pivot(index="item", columns="annotator", values="label")
+    clinicians = [f"expert_{j}" for j in (1, 2, 3, 4)] + [f"beginner_{j}" for j in (1, 2, 3)]
+    np.testing.assert_array_equal(
+        wide.loc[train.items, clinicians].replace(codes).to_numpy(dtype=int), y_train)
+
+
+def test_gi_lesions_split_binary_and_bad_k():
+    split = datasets.load_gi_lesions_split(3, task="binary")
+    assert set(split["test_gold"]) <= {"no-resection", "resection"}
+    for k in (0, 51, 2.0, True):
+        with pytest.raises(ValueError, match=r"numbered 1..50"):
+            datasets.load_gi_lesions_split(k)

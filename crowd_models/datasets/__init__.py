@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from importlib import resources
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -27,6 +28,8 @@ __all__ = [
     "load_web_search",
     "load_music_genre",
     "load_affect",
+    "load_gi_lesions",
+    "load_gi_lesions_split",
     "AFFECT_EMOTIONS",
     "DATASETS",
 ]
@@ -304,6 +307,155 @@ def load_affect(emotion: str) -> Annotations:
     )
 
 
+GI_TASKS = {"3class": "gi_lesions_3class_labels.csv",
+            "binary": "gi_lesions_binary_resection_labels.csv"}
+GI_LIGHTS = ("white", "nbi", "paper")
+GI_FEATURE_SETS = ("all", "paper")
+GI_PAPER_FEATURES = (112, 172, 474, 488, 602)
+"""The five features (1-based numbers) that Montani & Cappozzo use."""
+_GI_CLASS_CODES = {1: "hyperplasic", 2: "serrated", 3: "adenoma"}   # row 2 of data.txt
+_GI_SPLIT_CODES = {1: "adenoma", 2: "hyperplasic", 3: "serrated"}   # paper_splits_50 files
+_GI_BINARY = {"adenoma": "resection", "serrated": "resection", "hyperplasic": "no-resection"}
+
+
+def _choice(value, options, what: str):
+    if value not in options:
+        raise ValueError(
+            f"{what}={value!r} is not valid; choose one of "
+            f"{', '.join(repr(o) for o in options)}."
+        )
+
+
+def _gi_features(light: str) -> pd.DataFrame:
+    """The 698 features of each lesion's image under ``light``, indexed by lesion."""
+    raw = _read("gi_lesions", "data.txt", header=None).T
+    names = raw[0].astype(str)
+    if len(raw.columns) != 701 or names.value_counts().ne(2).any():
+        raise ValueError("gi_lesions/data.txt: expected 701 rows and two columns per lesion.")
+    light_code = raw[2].astype(int)
+    if light == "paper":
+        keep = ~names.duplicated(keep="first")
+    else:
+        keep = light_code == (1 if light == "white" else 2)
+    features = raw.loc[keep, 3:].astype(float)
+    features.index = names[keep].to_numpy()
+    features.index.name = "lesion"
+    features.columns = [f"feature{j}" for j in range(1, 699)]
+    if not features.index.is_unique or len(features) != 76:
+        raise ValueError(f"gi_lesions/data.txt: {light!r} light does not give one image per "
+                         f"lesion for all 76 lesions.")
+    return features
+
+
+def _gi_annotations(table: pd.DataFrame, classes, features: pd.DataFrame | None) -> Annotations:
+    annotators = [c for c in table.columns if c not in ("lesion", "ground_truth")]
+    long = table.melt(id_vars="lesion", value_vars=annotators, var_name="annotator",
+                      value_name="label")
+    return Annotations.from_frame(
+        long, item="lesion", annotator="annotator", label="label", classes=classes,
+        features=features, gold=table.set_index("lesion")["ground_truth"],
+    )
+
+
+def load_gi_lesions(task: str = "3class", features: str | None = "all",
+                    light: str = "white") -> Annotations:
+    """Gastrointestinal lesions in colonoscopy videos (Mesejo et al., IEEE TMI 2016).
+
+    P. Mesejo, D. Pizarro, A. Abergel, O. Rouquette, S. Beorchia, L. Poincloux
+    and A. Bartoli (2016), "Computer-Aided Classification of Gastrointestinal
+    Lesions in Regular Colonoscopy", IEEE Transactions on Medical Imaging
+    35(9), 2051-2063 (UCI data set 408); used by Montani & Cappozzo,
+    "Stacking model-based classifiers for dealing with multiple sets of noisy
+    labels".
+
+    76 lesions (items, named like ``"adenoma_8"``), each labelled once by 7
+    clinicians (``expert_1`` .. ``expert_4``, ``beginner_1`` .. ``beginner_3``),
+    532 labels, gold for every lesion.
+
+    Parameters
+    ----------
+    task : {"3class", "binary"}
+        ``"3class"``: classes ``adenoma`` (40 lesions), ``hyperplasic`` (21),
+        ``serrated`` (15). ``"binary"``: ``no-resection`` (the 21 hyperplasic
+        lesions) vs ``resection`` (55).
+    features : {"all", "paper"} or None
+        ``"all"``: the 698 image features ``feature1`` .. ``feature698``;
+        ``"paper"``: the five used in the stacking paper
+        (:data:`GI_PAPER_FEATURES`); None: no features.
+    light : {"white", "nbi", "paper"}
+        Which of the lesion's two images the features come from: white light,
+        narrow-band imaging, or (``"paper"``) the first column of each lesion
+        in ``data.txt`` — 61 white-light and 15 NBI images, as in the paper.
+    """
+    _choice(task, tuple(GI_TASKS), "task")
+    _choice(light, GI_LIGHTS, "light")
+    if features is not None:
+        _choice(features, GI_FEATURE_SETS, "features")
+    table = _read("gi_lesions", GI_TASKS[task])
+    classes = (["adenoma", "hyperplasic", "serrated"] if task == "3class"
+               else ["no-resection", "resection"])
+    x = None
+    if features is not None:
+        x = _gi_features(light)
+        if features == "paper":
+            x = x[[f"feature{j}" for j in GI_PAPER_FEATURES]]
+    return _gi_annotations(table, classes, x)
+
+
+def load_gi_lesions_split(k: int, task: str = "3class") -> dict:
+    """One of the stacking paper's 50 stratified train/test splits of the lesions.
+
+    Montani & Cappozzo's splits (``paper_splits_50/``): 50 training and 26
+    test lesions, with the five paper features taken from the first column
+    of each lesion (``light="paper"``). The split files carry no lesion
+    names; rows are matched to lesions by their feature values, and the
+    split's clinician labels and gold are checked against the label tables.
+
+    Returns
+    -------
+    dict
+        ``train``: :class:`Annotations` of the 50 training lesions (7
+        clinicians' labels, the five features, gold); ``test_features``:
+        DataFrame (26, 5) indexed by lesion; ``test_gold``: Series of class
+        names with the same index. ``task="binary"`` maps the classes to
+        resection / no-resection.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int,)) or not 1 <= k <= 50:
+        raise ValueError(f"k={k!r}: the paper's splits are numbered 1..50.")
+    _choice(task, tuple(GI_TASKS), "task")
+    x = _gi_features("paper")[[f"feature{j}" for j in GI_PAPER_FEATURES]]
+    table = _read("gi_lesions", GI_TASKS["3class"]).set_index("lesion")
+
+    def lesions(name):
+        rows = _read("gi_lesions", "paper_splits_50", f"{k}X_{name}.csv", header=None)
+        close = np.isclose(rows.to_numpy()[:, None, :], x.to_numpy()[None, :, :],
+                           rtol=1e-4, atol=0).all(axis=2)
+        if not (close.sum(axis=1) == 1).all():
+            raise ValueError(f"gi_lesions split {k} ({name}): rows do not match the lesions' "
+                             f"features one to one.")
+        return x.index[close.argmax(axis=1)]
+
+    train, test = lesions("train"), lesions("test")
+    codes = {name: _read("gi_lesions", "paper_splits_50", f"{k}{name}.csv", header=None)
+             for name in ("Y_train", "gt_train", "gt_test")}
+    for name, idx, cols in (("Y_train", train, table.columns[1:]),
+                            ("gt_train", train, ["ground_truth"]),
+                            ("gt_test", test, ["ground_truth"])):
+        decoded = codes[name].replace(_GI_SPLIT_CODES).to_numpy()
+        if (decoded != table.loc[idx, cols].to_numpy()).any():
+            raise ValueError(f"gi_lesions split {k}: {name} disagrees with the label table.")
+    if task == "binary":
+        table = table.replace(_GI_BINARY)
+        classes = ["no-resection", "resection"]
+    else:
+        classes = ["adenoma", "hyperplasic", "serrated"]
+    return {
+        "train": _gi_annotations(table.loc[train].reset_index(), classes, x.loc[train]),
+        "test_features": x.loc[test],
+        "test_gold": table.loc[test, "ground_truth"],
+    }
+
+
 DATASETS = {
     "rte": load_rte,
     "bluebirds": load_bluebirds,
@@ -311,5 +463,6 @@ DATASETS = {
     "dog": load_dog,
     "web_search": load_web_search,
     "music_genre": load_music_genre,
+    "gi_lesions": load_gi_lesions,
 }
 """Name -> loader."""
