@@ -24,7 +24,14 @@ __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of"]
 MAX_GRADIENT = 1e-3
 """fit_map warns when the optimiser stops with a gradient entry (on the
 unconstrained scale) larger than this: the point is not a mode (the optimiser
-stalled, or the density is unbounded, as in the hierarchical Dawid-Skene)."""
+stalled, or the density is unbounded, as in a centred hierarchical model)."""
+
+POLISH_GRADIENT = 1e-6
+"""fit_map follows L-BFGS with a Newton trust-region polish (``trust-krylov``,
+exact Hessian-vector products) when L-BFGS stops with a gradient entry above
+this. L-BFGS ends on a failed line search once the objective's changes reach
+float64 precision, which on flat ridges (the dog data) left 1e-5 differences
+from the EM fixed point; the polish takes them to ~1e-10."""
 
 BOUNDARY = 1e-10
 """Start values on a boundary of their support are moved this far inside."""
@@ -98,6 +105,7 @@ def fit_map(
     ftol: float = 1e-15,
     gtol: float = 1e-9,
     progressbar: bool = False,
+    polish: bool = True,
     **optimizer_kwargs,
 ) -> xr.DataTree:
     """The posterior mode (MAP) of a family's model.
@@ -110,6 +118,12 @@ def fit_map(
     by variable name is used as given. With the tight default tolerances the
     result matches the EM fixed point from the same start to ~1e-8.
 
+    ``polish=True``: when L-BFGS stops with a gradient entry above
+    :data:`POLISH_GRADIENT`, a ``trust-krylov`` Newton run continues from its
+    point, and its result is kept if it reaches a smaller gradient without
+    lowering the objective (``attrs["polished"]``). Extra keyword arguments
+    go to ``pm.find_MAP`` (e.g. ``method=``).
+
     Returns a DataTree with ``posterior`` (chain=1, draw=1), ``log_likelihood``
     (per item), ``observed_data``, ``constant_data`` and the optimiser's
     report; ``attrs["log_posterior"]`` is the maximised objective.
@@ -119,16 +133,25 @@ def fit_map(
     if start is None:
         start = getattr(model, "crowd_start", None)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*find_MAP should not be used.*")
-        warnings.filterwarnings("ignore", message="The optimizer did not converge")
-        fit = pm.find_MAP(
-            initvals=_start_point(model, start), model=model, return_inferencedata=True,
-            jitter=False, progressbar=progressbar, ftol=ftol, gtol=gtol,
-            idata_kwargs={"log_likelihood": True}, **optimizer_kwargs,
-        )
-    result = fit["optimizer_result"]
-    max_grad = float(np.abs(result["jac"]).max())
+    def run(initvals, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*find_MAP should not be used.*")
+            warnings.filterwarnings("ignore", message="The optimizer did not converge")
+            fit = pm.find_MAP(initvals=initvals, model=model, return_inferencedata=True,
+                              jitter=False, progressbar=progressbar,
+                              idata_kwargs={"log_likelihood": True}, **kwargs)
+        result = fit["optimizer_result"]
+        return fit, result, float(np.abs(result["jac"]).max())
+
+    fit, result, max_grad = run(_start_point(model, start), ftol=ftol, gtol=gtol,
+                                **optimizer_kwargs)
+    polished = False
+    if polish and POLISH_GRADIENT < max_grad < np.inf:
+        fit2, result2, grad2 = run(_start_point(model, fit), method="trust-krylov",
+                                   gtol=min(gtol, 1e-10))
+        fun, fun2 = float(result["fun"]), float(result2["fun"])
+        if grad2 < max_grad and fun2 <= fun + 1e-12 * max(1.0, abs(fun)):
+            fit, result, max_grad, polished = fit2, result2, grad2, True
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
     if max_grad > MAX_GRADIENT:
@@ -138,6 +161,7 @@ def fit_map(
         )
     fit.attrs["log_posterior"] = -float(result["fun"])
     fit.attrs["max_gradient"] = max_grad
+    fit.attrs["polished"] = int(polished)
     fit.attrs["method"] = "map"
     fit.attrs["seconds"] = time.perf_counter() - t0
     return fit
@@ -187,11 +211,11 @@ def sample(
         initvals = _start_point(model, map_fit)
         reference = posterior_of(map_fit)
         # a large gradient or infinite coordinates at the optimiser's stop mean the
-        # density is unbounded there, e.g. a hierarchical concentration -> 0
+        # density is unbounded there, e.g. a centred hierarchical scale -> 0
         x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
         if not np.all(np.isfinite(x)) or map_fit.attrs["max_gradient"] > MAX_GRADIENT:
             warnings.warn(
-                "the posterior mode is degenerate (e.g. a hierarchical concentration "
+                "the posterior mode is degenerate (e.g. a centred hierarchical scale "
                 "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
                 "start=None to skip the MAP.", UserWarning, stacklevel=2,
             )

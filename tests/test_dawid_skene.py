@@ -110,6 +110,48 @@ def test_map_equals_em_with_softmax_classifier(sim4_features):
     np.testing.assert_allclose(em_fit["coef"].values.sum(-1), 0, atol=1e-12)
 
 
+@pytest.fixture(scope="module")
+def dog():
+    return cm.datasets.load_dog()
+
+
+def test_map_equals_em_on_dog(dog):
+    em_fit = ds.em(dog)
+    map_fit = cm.fit_map(ds.build_model(dog))
+    for name in ("confusion", "prevalence", "item_class_prob"):
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-12)
+    # majority vote with ties to the first class reaches 0.8178
+    assert cm.report.accuracy(em_fit, dog) >= 0.84
+    assert cm.report.accuracy(map_fit, dog) >= 0.84
+
+
+def test_flat_map_started_at_em_stays_there():
+    ann = cm.datasets.load_anesthesia()
+    flat = dict(confusion_prior=(1, 1), prevalence_prior=1)
+    em_fit = ds.em(ann, **flat)
+    map_fit = cm.fit_map(ds.build_model(ann, **flat), start=em_fit)
+    for name in ("confusion", "prevalence"):
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-9)
+
+
+def test_hierarchical_start_and_structure(sim4):
+    model = ds.build_model(sim4, variant="hierarchical")
+    start = model.crowd_start
+    assert {"population_logit", "confusion_spread", "confusion_offset"} <= set(start)
+    # the start maps back to the full model's majority-vote start
+    full = ds.build_model(sim4).crowd_start["confusion"]
+    logits = (start["population_logit"] + 2.0 * (np.eye(4) - 0.25))[None] + (
+        start["confusion_spread"][None, :, None] * start["confusion_offset"])
+    np.testing.assert_allclose(softmax(logits, axis=-1), np.clip(full, 1e-12, 1), atol=1e-9)
+    np.testing.assert_allclose(start["confusion_offset"].sum(-1), 0, atol=1e-9)
+
+
 def test_em_recovers_simulation(sim4):
     fit = ds.em(sim4)
     err = np.abs(fit["confusion"].values[0, 0] - sim4.truth["confusion"].values)
@@ -159,6 +201,10 @@ def test_bad_input(sim4):
         ds.build_model(sim4, variant="two")
     with pytest.raises(ValueError, match="has no EM"):
         ds.em(sim4, variant="hierarchical")
+    with pytest.raises(ValueError, match="population_prior must be"):
+        ds.build_model(sim4, variant="hierarchical", population_prior=(2.0, 0.0))
+    with pytest.raises(ValueError, match="spread_prior must be a positive number"):
+        ds.build_model(sim4, variant="hierarchical", spread_prior=-1)
     with pytest.raises(ValueError, match="concentrations must be >= 1"):
         ds.em(sim4, confusion_prior=(0.5, 1))
     with pytest.raises(ValueError, match="a \\(4, 4\\) matrix"):
@@ -181,19 +227,11 @@ def test_nuts_recovers_confusions(variant):
     sim = ds.simulate(conf, n_items=400, prevalence=[0.5, 0.3, 0.2],
                       rng=np.random.default_rng(9))
     model = ds.build_model(sim, variant=variant)
-    if variant == "hierarchical":
-        # its density is unbounded at zero concentration: sample() sees the degenerate
-        # mode and starts at the majority-vote start instead
-        with pytest.warns(UserWarning, match="posterior mode is degenerate"):
-            idata = cm.sample(model, draws=500, tune=800, chains=4, random_seed=5,
-                              progressbar=False)
-    else:
-        idata = cm.sample(model, draws=500, tune=800, chains=4, random_seed=5,
-                          progressbar=False)
+    idata = cm.sample(model, draws=500, tune=800, chains=4, random_seed=5, progressbar=False)
     import arviz as az
 
     names = ["confusion", "prevalence"] + (
-        ["confusion_mean", "confusion_concentration"] if variant == "hierarchical" else [])
+        ["confusion_mean", "confusion_spread"] if variant == "hierarchical" else [])
     rhat = az.rhat(idata.posterior.to_dataset()[names])
     assert float(rhat.to_array().max()) <= 1.01
     assert int(idata.sample_stats["diverging"].sum()) == 0

@@ -12,10 +12,18 @@ Variants (``variant=``):
 * ``"full"``: a Dirichlet row per annotator and true class.
 * ``"one_coin"``: one ``accuracy`` per annotator, errors spread evenly over the
   other classes; ``confusion`` is deterministic.
-* ``"hierarchical"``: annotators' rows are Dirichlet around a population
-  confusion ``confusion_mean`` with a learned concentration
-  ``confusion_concentration`` per true class, so annotators with few labels
-  borrow strength. PyMC only (no EM).
+* ``"hierarchical"``: each annotator's confusion rows are drawn around a
+  population confusion ``confusion_mean`` with a learned spread
+  ``confusion_spread`` per true class, so annotators with few labels borrow
+  strength. PyMC only (no EM). The rows are logistic-normal, as in the
+  hierarchical Dawid-Skene of Paun et al. (2018): row k of annotator j is
+  ``softmax(population_logit[k] + confusion_spread[k] * confusion_offset[j, k])``
+  with standard-normal, sum-to-zero ``confusion_offset`` (a non-centred
+  parameterisation). A Dirichlet around the population mean with a learned
+  concentration was tried first: it is a funnel that NUTS could not sample on
+  the dog data (r_hat far above 1.01 at any tree depth), and its density is
+  unbounded as the concentration goes to 0, so it had no mode either.
+  ``confusion_mean`` is the confusion of a typical annotator (offset 0).
 
 With K = 2, ``"full"`` is the two-coin model: ``confusion[j, 1, 1]`` is the
 sensitivity and ``confusion[j, 0, 0]`` the specificity.
@@ -43,7 +51,8 @@ DEFAULT_PRIORS = dict(
     confusion_prior=None,
     accuracy_prior=(3.0, 2.0),
     prevalence_prior=2.0,
-    concentration_prior=(2.0, 0.1),
+    population_prior=(2.0, 1.5),
+    spread_prior=1.0,
     coef_precision=1.0,
     intercept_precision=0.01,
 )
@@ -53,8 +62,10 @@ classes (concentration 3 on the diagonal, 1 + 1/(K-1) elsewhere), which is the
 two-coin Beta(3, 2) when K = 2: it favours the diagonal (breaking the
 relabelling symmetry) and keeps the mode interior. ``accuracy_prior`` is the
 one-coin Beta; ``prevalence_prior`` a symmetric Dirichlet concentration;
-``concentration_prior`` the Gamma(shape, rate) of the hierarchical
-concentration (mean 20). The classifier has N(0, 1/coef_precision) sum-to-zero
+``population_prior`` = (diagonal advantage, sd) of the hierarchical
+``population_logit``: Normal log-odds of each label, sum-to-zero per row, with
+the true class ``diagonal advantage`` above the others on average;
+``spread_prior`` the HalfNormal scale of ``confusion_spread``. The classifier has N(0, 1/coef_precision) sum-to-zero
 coefficients and a N(0, 1/intercept_precision) sum-to-zero intercept.
 A confusion prior of all ones and a prevalence prior of 1 give plain maximum
 likelihood."""
@@ -83,7 +94,7 @@ def _confusion_alpha(value, K: int, J: int) -> np.ndarray:
 
 
 def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
-            concentration_prior, coef_precision, intercept_precision) -> dict:
+            population_prior, spread_prior, coef_precision, intercept_precision) -> dict:
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
     K, J = ann.n_classes, ann.n_annotators
@@ -97,11 +108,15 @@ def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
             f"got {prevalence_prior!r}."
         )
     p["prevalence"] = prev
-    shape, rate = concentration_prior
-    if not (shape > 0 and rate > 0):
-        raise ValueError(f"concentration_prior (shape, rate) must be positive, got "
-                         f"{concentration_prior!r}.")
-    p["concentration"] = (float(shape), float(rate))
+    if (np.shape(population_prior) != (2,) or not np.all(np.isfinite(population_prior))
+            or population_prior[1] <= 0):
+        raise ValueError(f"population_prior must be (diagonal advantage, sd > 0) in log-odds, "
+                         f"got {population_prior!r}.")
+    p["population"] = (float(population_prior[0]), float(population_prior[1]))
+    if np.ndim(spread_prior) != 0 or not (np.isfinite(spread_prior) and spread_prior > 0):
+        raise ValueError(f"spread_prior must be a positive number (HalfNormal scale of "
+                         f"confusion_spread), got {spread_prior!r}.")
+    p["spread"] = float(spread_prior)
     if ann.features is not None:
         for name, value in (("coef_precision", coef_precision),
                             ("intercept_precision", intercept_precision)):
@@ -246,6 +261,18 @@ def _start(ann, pri, variant):
     return _m_step(ann, majority_vote(ann).values, pri, variant)
 
 
+def _hierarchical_start(confusion, advantage):
+    """Logistic-normal coordinates of (annotator, K, K) confusion matrices."""
+    logit = np.log(np.clip(confusion, C.PROB_FLOOR, 1))
+    logit -= logit.mean(axis=-1, keepdims=True)
+    pop = logit.mean(axis=0)
+    spread = np.maximum(np.sqrt(((logit - pop) ** 2).mean(axis=(0, 2))), 0.05)
+    K = confusion.shape[-1]
+    return {"population_logit": pop - advantage * (np.eye(K) - 1.0 / K),
+            "confusion_spread": spread,
+            "confusion_offset": (logit - pop) / spread[None, :, None]}
+
+
 # ----------------------------------------------------------------- factory
 def build_model(
     annotations: Annotations,
@@ -254,7 +281,8 @@ def build_model(
     confusion_prior=DEFAULT_PRIORS["confusion_prior"],
     accuracy_prior=DEFAULT_PRIORS["accuracy_prior"],
     prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
-    concentration_prior=DEFAULT_PRIORS["concentration_prior"],
+    population_prior=DEFAULT_PRIORS["population_prior"],
+    spread_prior=DEFAULT_PRIORS["spread_prior"],
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
 ) -> pm.Model:
@@ -265,12 +293,12 @@ def build_model(
     annotations : Annotations with K >= 2 classes (features optional).
     variant : "full", "one_coin" or "hierarchical" (see the module docstring).
     confusion_prior : None, (diagonal, off_diagonal), (K, K) or (J, K, K)
-        Dirichlet concentrations of the confusion rows ("full"; for
-        "hierarchical" the prior of the population mean ``confusion_mean``).
+        Dirichlet concentrations of the confusion rows ("full").
     accuracy_prior : (a, b), Beta prior of the one-coin ``accuracy``.
     prevalence_prior : number or (K,), Dirichlet concentration of ``prevalence``.
-    concentration_prior : (shape, rate), Gamma prior of the hierarchical
-        ``confusion_concentration`` (true_class).
+    population_prior : (diagonal advantage, sd), prior of the hierarchical
+        ``population_logit`` (true_class, label_class).
+    spread_prior : HalfNormal scale of the hierarchical ``confusion_spread``.
     coef_precision, intercept_precision : positive numbers, priors of the
         sum-to-zero softmax classifier (with features).
 
@@ -280,13 +308,13 @@ def build_model(
     (item) whose log-density is each item's marginal log-likelihood.
     ``model.crowd_start`` holds EM's majority-vote start.
 
-    The hierarchical posterior density is unbounded as a concentration goes to
-    zero, so it has no useful mode: sample it (``cm.sample(model, start=None)``
-    starts at the majority-vote start) rather than ``fit_map`` it.
+    The hierarchical model starts at the full model's majority-vote start,
+    mapped to logits: ``population_logit`` the annotators' mean row logits,
+    ``confusion_spread`` their standard deviation, the offsets standardised.
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
-                  concentration_prior, coef_precision, intercept_precision)
+                  population_prior, spread_prior, coef_precision, intercept_precision)
     K = annotations.n_classes
     start = _start(annotations, pri, "full" if variant == "hierarchical" else variant)
     with pm.Model(coords=annotations.coords()) as model:
@@ -302,14 +330,19 @@ def build_model(
                 dims=dims,
             )
         else:
-            mean = pm.Dirichlet("confusion_mean", a=pri["confusion"][0],
-                                dims=(D.TRUE_CLASS, D.LABEL_CLASS))
-            shape, rate = pri["concentration"]
-            conc = pm.Gamma("confusion_concentration", alpha=shape, beta=rate,
-                            dims=D.TRUE_CLASS)
-            confusion = pm.Dirichlet("confusion", a=conc[:, None] * mean, dims=dims)
-            start = {**start, "confusion_mean": start["confusion"].mean(axis=0),
-                     "confusion_concentration": np.full(K, shape / rate)}
+            advantage, sd = pri["population"]
+            centred_eye = np.eye(K) - 1.0 / K
+            pop = pm.ZeroSumNormal("population_logit", sigma=sd,
+                                   dims=(D.TRUE_CLASS, D.LABEL_CLASS)) + advantage * centred_eye
+            pm.Deterministic("confusion_mean", pt.special.softmax(pop, axis=-1),
+                             dims=(D.TRUE_CLASS, D.LABEL_CLASS))
+            spread = pm.HalfNormal("confusion_spread", sigma=pri["spread"], dims=D.TRUE_CLASS)
+            offset = pm.ZeroSumNormal("confusion_offset", sigma=1.0, dims=dims)
+            confusion = pm.Deterministic(
+                "confusion",
+                pt.special.softmax(pop[None] + spread[None, :, None] * offset, axis=-1),
+                dims=dims)
+            start = {**start, **_hierarchical_start(start["confusion"], advantage)}
         if annotations.features is None:
             prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
             log_prior = pt.log(prev)[None, :]
@@ -323,7 +356,7 @@ def build_model(
         joint = C.item_joint(pt.log(confusion), annotations) + log_prior
         C.add_item_likelihood(joint, annotations)
     model.crowd_start = {k: v for k, v in start.items()
-                         if not (variant == "one_coin" and k == "confusion")}
+                         if not (variant != "full" and k == "confusion")}
     return model
 
 
@@ -360,7 +393,8 @@ def em(
         raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
                          "build_model(..., variant='hierarchical').")
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
-                  DEFAULT_PRIORS["concentration_prior"], coef_precision, intercept_precision)
+                  DEFAULT_PRIORS["population_prior"], DEFAULT_PRIORS["spread_prior"],
+                  coef_precision, intercept_precision)
     if start is None:
         params = _start(annotations, pri, variant)
     else:
