@@ -6,10 +6,11 @@
 >>> fit = cm.fit_map(two_coin.build_model(ann))
 """
 
-from crowd_models import datasets, models, report
+from crowd_models import datasets, models, report, selection
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.inference import fit_map, sample
 
-__all__ = ["Annotations", "majority_vote", "fit_map", "sample", "datasets", "models", "report"]
+__all__ = ["Annotations", "majority_vote", "fit_map", "sample", "datasets", "models", "report",
+           "selection"]
 __version__ = "0.1.0"

@@ -65,8 +65,9 @@ one-coin Beta; ``prevalence_prior`` a symmetric Dirichlet concentration;
 ``population_prior`` = (diagonal advantage, sd) of the hierarchical
 ``population_logit``: Normal log-odds of each label, sum-to-zero per row, with
 the true class ``diagonal advantage`` above the others on average;
-``spread_prior`` the HalfNormal scale of ``confusion_spread``. The classifier has N(0, 1/coef_precision) sum-to-zero
-coefficients and a N(0, 1/intercept_precision) sum-to-zero intercept.
+``spread_prior`` the HalfNormal scale of ``confusion_spread``. The classifier
+has N(0, 1/coef_precision) sum-to-zero coefficients and a
+N(0, 1/intercept_precision) sum-to-zero intercept.
 A confusion prior of all ones and a prevalence prior of 1 give plain maximum
 likelihood."""
 

@@ -1,0 +1,877 @@
+"""Feature-dependent annotator accuracy with Laplace (L1) priors.
+
+Izbicki and Stern (2013), "Learning with many experts: model selection and
+sparsity", Statistical Analysis and Data Mining 6(5). The truth is binary,
+
+    P(Z_i = 1 | x_i) = sigmoid(intercept + coef . x_i),
+
+and annotator k is *wrong* with probability
+
+    P(Y_ik != Z_i | Z_i, x_i) = 1 / (1 + exp(accuracy_intercept[k] + accuracy_coef . x_i)),
+
+a per-annotator accuracy shifted by the item's features through
+``accuracy_coef``, shared by all annotators: the features say which items are
+hard. ``coef`` and ``accuracy_coef`` get Laplace priors with scale 1/penalty
+(the lasso); the intercepts get weak Gaussian priors. The true label is
+summed out, so the likelihood is per item.
+
+Penalty scaling
+---------------
+``penalty`` is the rate lambda of the Laplace prior, density
+``lambda / 2 * exp(-lambda |w|)``, so the MAP maximises
+
+    sum_i log p(labels_i | x_i) - lambda * (|coef|_1 + |accuracy_coef|_1) + ...
+
+on the scale of the *summed* log-likelihood. glmnet's lambda (which divides
+the log-likelihood by the number of observations n) is ``penalty / n``;
+scikit-learn's ``LogisticRegression(penalty="l1", C=...)`` has
+``C = 1 / penalty``. Standardise the features: one penalty is shared by all
+coefficients.
+
+Sign flip
+---------
+(intercept, coef, accuracy_intercept, accuracy_coef) and their negatives give
+the same likelihood (the truth's classes swap and every annotator goes from
+accuracy p to 1 - p). The priors are symmetric too, so the two modes have the
+same posterior density. :func:`em` returns the one whose classifier agrees
+most with majority vote, and :func:`align_signs` flips NUTS chains likewise.
+
+MAP with exact zeros: the split parametrisation
+-----------------------------------------------
+A gradient optimiser on ``-lambda |w|`` cannot land on w = 0: the density has
+a kink there, L-BFGS oscillates around it and stops at |w| ~ 1e-3 with a
+wrong objective. :func:`build_model` therefore writes each coefficient as
+``w = u - v`` with u, v >= 0 and independent Exponential(lambda) priors
+(free variables ``coef_pos``/``coef_neg``, ``accuracy_coef_pos``/
+``accuracy_coef_neg``; ``coef`` and ``accuracy_coef`` are deterministic):
+
+* the difference of two independent Exponential(lambda) variables is
+  Laplace(0, 1/lambda), so the model's posterior of w is exactly the Bayesian
+  lasso's (this is the model NUTS samples);
+* for fixed w, ``u + v`` is smallest, equal to |w|, when min(u, v) = 0, so
+  the maximum of the split log posterior over (u, v) is the maximum of the
+  Laplace log posterior over w: the same MAP;
+* the split objective is smooth in the log-transformed u and v, and a part
+  at zero stays there: its gradient on the log scale is u times the
+  gradient in u, i.e. vanishes. That is exactly what pins the support: from
+  an EM fit (``fit_map(model, start=em_fit)``; the zero parts start at 1e-10)
+  L-BFGS keeps EM's zeros at |w| < 1e-9 and polishes the non-zero
+  coefficients, reproducing the EM MAP to ~1e-9. The flip side: from a start
+  with the wrong support, a coefficient that should be non-zero can get
+  stuck at zero (measured: a log posterior 6e-5 relative below EM's from the
+  plain majority-vote lasso start). So ``model.crowd_start`` is the EM fit
+  from majority vote (one start, no restarts), and for the best of many
+  restarts pass ``start=em(...)``.
+
+A constant ``pm.Potential`` (``laplace_normalisation``, -log(2 lambda) per
+coefficient) makes ``model.logp()`` equal the Laplace log posterior at any
+point with min(u, v) = 0, so ``fit_map``'s objective and :func:`em`'s
+``attrs["log_posterior"]`` are the same number.
+
+One module, three views of the same model: :func:`build_model` (PyMC),
+:func:`em` (the paper's MAP-EM, with proximal-Newton lasso M-steps) and
+:func:`simulate` (the paper's three ways of generating votes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy.special import expit, log_expit
+
+from crowd_models import _dims as D
+from crowd_models.baselines import majority_vote
+from crowd_models.data import Annotations
+from crowd_models.inference import posterior_of
+from crowd_models.models import _common as C
+
+__all__ = [
+    "build_model", "em", "simulate", "predict", "align_signs", "lasso_majority_vote",
+    "lasso_gold", "l1_logistic", "annotator_error", "DEFAULT_PRIORS", "MECHANISMS",
+]
+
+FAMILY = "the feature-dependent accuracy model"
+
+DEFAULT_PRIORS = dict(
+    penalty=1.0,
+    intercept_precision=0.01,
+    accuracy_intercept_precision=0.01,
+)
+"""Laplace rate 1 (scale 1) on ``coef`` and ``accuracy_coef``; N(0, 10^2) on
+``intercept`` and on each ``accuracy_intercept``. All priors are symmetric
+about zero, so the sign-flipped mode has the same density (see the module
+docstring). Precision 0 makes an intercept's prior flat."""
+
+MECHANISMS = {"constant": "i", "model": "ii", "nonlinear": "iii"}
+"""The paper's three ways of generating votes, by name (and roman numeral)."""
+
+_PARAMS = ("intercept", "coef", "accuracy_intercept", "accuracy_coef")
+_DIMS = {
+    "intercept": (),
+    "coef": (D.FEATURE,),
+    "accuracy_intercept": (D.ANNOTATOR,),
+    "accuracy_coef": (D.FEATURE,),
+    "coef_pos": (D.FEATURE,),
+    "coef_neg": (D.FEATURE,),
+    "accuracy_coef_pos": (D.FEATURE,),
+    "accuracy_coef_neg": (D.FEATURE,),
+    "item_class_prob": (D.ITEM, D.TRUE_CLASS),
+}
+
+
+# ------------------------------------------------------------------ checks
+def _check_annotations(annotations) -> None:
+    C.require_categorical(annotations, FAMILY, n_classes=2)
+    if annotations.features is None:
+        raise ValueError(
+            f"{FAMILY} needs item features (they drive both the truth and the annotators' "
+            f"accuracy); pass features= to Annotations.from_frame (a DataFrame indexed by item "
+            f"id), or use two_coin without features."
+        )
+    _check_features(annotations.features, "annotations.features")
+
+
+def _check_features(X, what: str, n_features: int | None = None) -> np.ndarray:
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a numeric (item, feature) array.") from None
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (item, feature), got shape {X.shape}.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{what} must have {n_features} columns (the fit's features, in its order), got "
+            f"{X.shape[1]}.")
+    bad = ~np.isfinite(X)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        raise ValueError(
+            f"{what} hold {bad.sum()} NaN or infinite value(s) (first at item row {rows[0]}, "
+            f"feature column {cols[0]}); impute or drop them first.")
+    return X
+
+
+def _penalties(penalty) -> tuple[float, float]:
+    """(coef penalty, accuracy_coef penalty) from a number or a pair."""
+    try:
+        arr = np.asarray(penalty, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"penalty must be a positive number or a pair (coef penalty, accuracy_coef "
+            f"penalty), got {penalty!r}.") from None
+    if arr.ndim == 0:
+        arr = np.array([arr, arr])
+    if arr.shape != (2,):
+        raise ValueError(
+            f"penalty must be one number (shared by coef and accuracy_coef) or a pair "
+            f"(coef penalty, accuracy_coef penalty), got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(
+            f"penalty must be > 0: it is the rate lambda of the Laplace prior (scale 1/lambda); "
+            f"got {penalty!r}. For a weak penalty use a small positive value such as 1e-3 (no "
+            f"penalty at all diverges when the features separate the items); to pick it "
+            f"without gold use crowd_models.selection.select_penalty.")
+    return float(arr[0]), float(arr[1])
+
+
+def _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision) -> dict:
+    lam_b, lam_g = _penalties(penalty)
+    tau0 = C.check_positive_precision(intercept_precision, "intercept_precision")
+    if tau0.ndim != 0:
+        raise ValueError(f"intercept_precision must be one number, got {intercept_precision!r}.")
+    tau_a = C.check_positive_precision(accuracy_intercept_precision,
+                                       "accuracy_intercept_precision")
+    try:
+        tau_a = np.broadcast_to(tau_a, (annotations.n_annotators,)).copy()
+    except ValueError:
+        raise ValueError(
+            f"accuracy_intercept_precision must be a number or an array with one entry per "
+            f"annotator ({annotations.n_annotators}), got shape {tau_a.shape}.") from None
+    if np.any(tau_a == 0) and not np.all(tau_a == 0):
+        raise ValueError("accuracy_intercept_precision mixes flat (0) and proper entries; use "
+                         "all zeros (flat) or all positive.")
+    return {"lam_b": lam_b, "lam_g": lam_g, "tau0": float(tau0), "tau_a": tau_a}
+
+
+# ------------------------------------------------------- the lasso solver
+def _single_thread():
+    """Small dense problems: BLAS threads only contend (10x slower on a busy
+    machine). threadpoolctl comes with scikit-learn; without it, no limit."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _solve_on_support(X, WX, g, l1, l2, theta, b, idx):
+    """Minimiser of the proximal-Newton quadratic model if the support and
+    signs of ``b`` (within the coordinates ``idx``) are the right ones, else None.
+
+    On the support S with signs s the model's optimality condition is linear:
+    (X_S' W X_S + diag(l2_S)) (b_S - theta_S) = -(g_S + l1_S s_S). The answer is
+    kept only if it has the same signs and the zero coordinates in ``idx``
+    satisfy their KKT condition |derivative| <= l1.
+    """
+    on = idx[(b[idx] != 0) | (l1[idx] == 0)]
+    if on.size == 0:
+        return None
+    signs = np.sign(b[on])
+    H = X[:, on].T @ WX[:, on] + np.diag(l2[on])
+    try:
+        step = np.linalg.solve(H, -(g[on] + l1[on] * signs))
+    except np.linalg.LinAlgError:
+        return None
+    new_on = theta[on] + step
+    pen = l1[on] > 0
+    if np.any(new_on[pen] * signs[pen] <= 0):
+        return None
+    out = b.copy()
+    out[on] = new_on
+    off = np.setdiff1d(idx, on, assume_unique=True)
+    if off.size:
+        deriv = g[off] + X[:, off].T @ (WX @ (out - theta)) + l2[off] * (out[off] - theta[off])
+        if np.any(np.abs(deriv) > l1[off]):
+            return None
+    return out
+
+
+def l1_logistic(X, target, *, l1, l2=0.0, weights=None, start=None, tol: float = 1e-10,
+                max_iter: int = 500, max_sweeps: int = 100) -> np.ndarray:
+    """Penalised logistic regression on soft targets, solved to exact zeros.
+
+    Minimises, over theta,
+
+        sum_r weights_r [softplus(a_r) - target_r a_r]
+        + sum_j l1_j |theta_j| + 1/2 sum_j l2_j theta_j^2,   a = X theta,
+
+    i.e. the negative log-likelihood of fractional labels ``target`` in [0, 1]
+    with an L1 penalty (Laplace prior of rate l1) and an L2 penalty (Gaussian
+    prior of precision l2); no column is added for an intercept. ``l1`` and
+    ``l2`` are numbers or arrays over the columns of X.
+
+    Proximal Newton (as in glmnet / newGLMNET): each outer step minimises the
+    quadratic model of the smooth part plus the L1 term by cyclic coordinate
+    descent with soft-thresholding, over an active set grown by the KKT
+    conditions (at most ``max_sweeps`` sweeps per step: an inexact inner
+    solve is refined by the next outer step), and once the signs settle one
+    linear solve on the support finishes the inner problem exactly; a
+    backtracking line search on the true objective makes each step safe.
+    Coordinates at zero are exact zeros.
+    """
+    X = np.asfortranarray(X, dtype=float)
+    n, p = X.shape
+    t = np.asarray(target, dtype=float)
+    wts = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    l1 = np.broadcast_to(np.asarray(l1, dtype=float), (p,))
+    l2 = np.broadcast_to(np.asarray(l2, dtype=float), (p,))
+    theta = np.zeros(p) if start is None else np.array(start, dtype=float)
+    X2 = X**2
+
+    def objective(th):
+        a = X @ th
+        return (np.sum(wts * (np.logaddexp(0.0, a) - t * a)) + l1 @ np.abs(th)
+                + 0.5 * l2 @ th**2)
+
+    F = objective(theta)
+    for _ in range(max_iter):
+        prob = expit(X @ theta)
+        w = np.maximum(wts * prob * (1.0 - prob), 1e-12 * wts)
+        g = X.T @ (wts * (prob - t)) + l2 * theta
+        h = X2.T @ w + l2
+        WX = np.asfortranarray(X * w[:, None])
+        b = theta.copy()
+        wu = np.zeros(n)  # W X (b - theta)
+        active = (theta != 0) | (l1 == 0) | (np.abs(g) > l1)
+        for _kkt in range(100):
+            idx = np.flatnonzero(active & (h > 0))
+            for sweep in range(max_sweeps):
+                biggest = 0.0
+                for j in idx:
+                    z = h[j] * b[j] - (g[j] + X[:, j] @ wu + l2[j] * (b[j] - theta[j]))
+                    new = (z - l1[j] if z > l1[j] else z + l1[j] if z < -l1[j] else 0.0) / h[j]
+                    d = new - b[j]
+                    if d != 0.0:
+                        wu += d * WX[:, j]
+                        b[j] = new
+                        if abs(d) > biggest:
+                            biggest = abs(d)
+                if biggest < tol * 0.1:
+                    break
+                if sweep % 2 == 1:
+                    # once the signs have settled, one linear solve finishes the job
+                    exact = _solve_on_support(X, WX, g, l1, l2, theta, b, idx)
+                    if exact is not None:
+                        b = exact
+                        wu = WX @ (b - theta)
+                        break
+            A_all = g + X.T @ wu + l2 * (b - theta)
+            viol = (~active) & (np.abs(A_all) > l1) & (h > 0)
+            if not viol.any():
+                break
+            active |= viol
+        D_ = b - theta
+        decrease = g @ D_ + l1 @ (np.abs(b) - np.abs(theta))
+        step = 1.0
+        while True:
+            cand = theta + step * D_
+            F_new = objective(cand)
+            if F_new <= F + 0.25 * step * min(decrease, 0.0) + 1e-13 * abs(F) or step < 1e-12:
+                break
+            step *= 0.5
+        moved = float(np.max(np.abs(step * D_))) if p else 0.0
+        theta, F = cand, F_new
+        if moved < tol:
+            break
+    return theta
+
+
+# ------------------------------------------------------- shared M/E pieces
+def _designs(annotations):
+    """The two M-step designs: [1, X] per item for the truth, and
+    [one-hot annotator, X] per annotation row for the accuracy."""
+    X = annotations.features
+    n, d = X.shape
+    K = annotations.n_annotators
+    truth = np.hstack([np.ones((n, 1)), X])
+    onehot = np.zeros((annotations.n_annotations, K))
+    onehot[np.arange(annotations.n_annotations), annotations.annotator_idx] = 1.0
+    acc = np.hstack([onehot, X[annotations.item_idx]])
+    return np.asfortranarray(truth), np.asfortranarray(acc)
+
+
+def _joint(annotations, params):
+    X = annotations.features
+    eta = X @ params["coef"] + params["intercept"]
+    a = (params["accuracy_intercept"][annotations.annotator_idx]
+         + (X @ params["accuracy_coef"])[annotations.item_idx])
+    right, wrong = log_expit(a), log_expit(-a)
+    y = annotations.labels
+    per_row = np.stack([np.where(y == 0, right, wrong), np.where(y == 1, right, wrong)], axis=1)
+    out = np.stack([log_expit(-eta), log_expit(eta)], axis=1)
+    for c in range(2):
+        out[:, c] += np.bincount(annotations.item_idx, weights=per_row[:, c],
+                                 minlength=annotations.n_items)
+    return out
+
+
+def _gauss(x, precision):
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    precision = np.broadcast_to(precision, x.shape)
+    if np.all(precision == 0):
+        return 0.0
+    return float(np.sum(0.5 * np.log(precision / (2 * np.pi)) - 0.5 * precision * x**2))
+
+
+def _laplace(w, lam):
+    w = np.asarray(w, dtype=float)
+    return float(w.size * np.log(lam / 2) - lam * np.abs(w).sum())
+
+
+def _log_prior_params(params, pri):
+    return (_gauss(params["intercept"], pri["tau0"])
+            + _gauss(params["accuracy_intercept"], pri["tau_a"])
+            + _laplace(params["coef"], pri["lam_b"])
+            + _laplace(params["accuracy_coef"], pri["lam_g"]))
+
+
+def _log_posterior(annotations, params, pri):
+    _, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    ll = float(item_ll.sum())
+    return ll + _log_prior_params(params, pri), ll
+
+
+def _fit_truth(design, mu, pri, start=None, tol=1e-10):
+    d = design.shape[1] - 1
+    l1 = np.r_[0.0, np.full(d, pri["lam_b"])]
+    l2 = np.r_[pri["tau0"], np.zeros(d)]
+    theta = l1_logistic(design, mu, l1=l1, l2=l2, start=start, tol=tol)
+    return theta[0], theta[1:]
+
+
+def _m_step(annotations, designs, mu, pri, previous=None, tol=1e-10):
+    """Two weighted lasso logistic regressions: the classifier on the soft labels
+    mu, and the accuracy on the expected agreement indicators."""
+    truth_design, acc_design = designs
+    K = annotations.n_annotators
+    d = annotations.n_features
+    start_b = start_a = None
+    if previous is not None:
+        start_b = np.r_[previous["intercept"], previous["coef"]]
+        start_a = np.r_[previous["accuracy_intercept"], previous["accuracy_coef"]]
+    intercept, coef = _fit_truth(truth_design, mu, pri, start=start_b, tol=tol)
+    m = mu[annotations.item_idx]
+    agree = np.where(annotations.labels == 1, m, 1.0 - m)
+    l1 = np.r_[np.zeros(K), np.full(d, pri["lam_g"])]
+    l2 = np.r_[pri["tau_a"], np.zeros(d)]
+    theta = l1_logistic(acc_design, agree, l1=l1, l2=l2, start=start_a, tol=tol)
+    return {"intercept": float(intercept), "coef": coef,
+            "accuracy_intercept": theta[:K], "accuracy_coef": theta[K:]}
+
+
+def _start(annotations, pri, designs=None):
+    """The majority-vote start shared by :func:`em` and :func:`build_model`: the
+    M-step applied to the soft majority vote (the classifier part is the lasso
+    logistic regression on majority vote)."""
+    designs = _designs(annotations) if designs is None else designs
+    mu = majority_vote(annotations).values[:, 1]
+    return _m_step(annotations, designs, mu, pri)
+
+
+def _flip(params):
+    return {k: -np.asarray(v) if k in _PARAMS else v for k, v in params.items()}
+
+
+def _mv_agreement(annotations, intercept, coef, prob=None):
+    """How well the classifier (then the item posterior, to break ties) agrees
+    with the soft majority vote; the mirrored point scores n - this."""
+    mv = majority_vote(annotations).values[:, 1]
+    eta = annotations.features @ coef + intercept
+    z = (eta > 0).astype(float)
+    primary = float(np.sum(z * mv + (1 - z) * (1 - mv)))
+    secondary = 0.0 if prob is None else float(np.sum(prob * mv + (1 - prob) * (1 - mv)))
+    return primary, secondary
+
+
+def _resolve_sign(annotations, params, prob):
+    n = annotations.n_items
+    primary, secondary = _mv_agreement(annotations, params["intercept"], params["coef"], prob)
+    flip = primary < n - primary or (primary == n - primary and secondary < n - secondary)
+    return (_flip(params), 1.0 - prob, True) if flip else (params, prob, False)
+
+
+def _split(w):
+    w = np.asarray(w, dtype=float)
+    return np.maximum(w, 0.0), np.maximum(-w, 0.0)
+
+
+def _run_em(annotations, pri, *, n_restarts, rng, tol, restart_tol, max_iter):
+    """MAP-EM with restarts; returns (params, item_class_prob, item log-lik, info)."""
+    rng = np.random.default_rng(rng)
+    designs = _designs(annotations)
+    with _single_thread():
+        start = _start(annotations, pri, designs)
+    K, d = annotations.n_annotators, annotations.n_features
+
+    change = {"last": 1.0}
+
+    def m_step(prob, prev):
+        # generalised EM: the lasso M-steps are solved loosely while EM moves a
+        # lot, and to 1e-11 at the end (so the fixed point is the exact MAP)
+        new = _m_step(annotations, designs, prob[:, 1], pri, previous=prev,
+                      tol=min(1e-4, max(1e-11, 1e-3 * change["last"])))
+        change["last"] = max(float(np.max(np.abs(np.asarray(new[k]) - np.asarray(prev[k]))))
+                             for k in new)
+        return new
+
+    def run(params, tol_):
+        change["last"] = 1.0
+        with _single_thread():
+            return C.run_em(lambda prm: _joint(annotations, prm), m_step, params, tol=tol_,
+                            max_iter=max_iter)
+
+    best, best_lp, restart_lps = None, -np.inf, []
+    for r in range(int(n_restarts)):
+        if r == 0:
+            params = dict(start)
+        else:
+            gamma = np.where(rng.random(d) < 0.1, rng.normal(0.0, 0.5, d), 0.0)
+            params = {"intercept": start["intercept"], "coef": start["coef"].copy(),
+                      "accuracy_intercept": rng.normal(0.5, 1.5, K), "accuracy_coef": gamma}
+        params, _, _ = run(params, restart_tol)
+        lp, _ = _log_posterior(annotations, params, pri)
+        restart_lps.append(lp)
+        if lp > best_lp:
+            best, best_lp = params, lp
+    params, n_iter, converged = run(best, tol)
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    params, prob1, flipped = _resolve_sign(annotations, params, prob[:, 1])
+    prob = np.stack([1 - prob1, prob1], axis=1)
+    info = {"restart_lps": restart_lps, "flipped": flipped, "n_iter": n_iter,
+            "converged": converged}
+    return params, prob, item_ll, info
+
+
+# ----------------------------------------------------------------- factory
+def build_model(
+    annotations: Annotations,
+    *,
+    penalty=DEFAULT_PRIORS["penalty"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    accuracy_intercept_precision=DEFAULT_PRIORS["accuracy_intercept_precision"],
+    coef_prior: str = "laplace",
+    horseshoe_scale: float = 1.0,
+) -> pm.Model:
+    """The feature-dependent accuracy model as a PyMC model, true labels summed out.
+
+    Parameters
+    ----------
+    annotations : Annotations with two classes (the second is positive) and features.
+    penalty : number or pair (coef, accuracy_coef)
+        Rate lambda > 0 of the Laplace priors (scale 1/lambda); see the module
+        docstring for the scaling.
+    intercept_precision : number
+        Gaussian prior precision of ``intercept``; 0 = flat.
+    accuracy_intercept_precision : number or array (annotator,)
+        Gaussian prior precision of each ``accuracy_intercept``; 0 = flat.
+    coef_prior : {"laplace", "horseshoe"}
+        "laplace" (default): the Bayesian lasso, written as the difference of
+        two Exponential(penalty) parts (free ``coef_pos``/``coef_neg`` and
+        ``accuracy_coef_pos``/``accuracy_coef_neg``), which gives both the
+        exact Laplace posterior for NUTS and the lasso MAP for ``fit_map``.
+        "horseshoe": ``coef = coef_raw * coef_local_scale * coef_global_scale``
+        with half-Cauchy(1) local and half-Cauchy(``horseshoe_scale``) global
+        scales (likewise ``accuracy_coef``); for NUTS only (its mode
+        collapses to zero) and ``penalty`` is not used.
+
+    Variables: ``intercept``, ``coef`` (feature), ``accuracy_intercept``
+    (annotator), ``accuracy_coef`` (feature); deterministic
+    ``item_class_prob`` (item, true_class); observed ``labels`` (item) whose
+    log-density is each item's marginal log-likelihood. ``model.crowd_start``
+    holds the majority-vote start (``fit_map`` starts there).
+    """
+    _check_annotations(annotations)
+    if coef_prior not in ("laplace", "horseshoe"):
+        raise ValueError(f"coef_prior={coef_prior!r} is not one of 'laplace', 'horseshoe'.")
+    if not (np.isfinite(horseshoe_scale) and horseshoe_scale > 0):
+        raise ValueError(f"horseshoe_scale must be a positive number, got {horseshoe_scale!r}.")
+    pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
+    params, *_ = _run_em(annotations, pri, n_restarts=1, rng=0, tol=1e-6, restart_tol=1e-6,
+                         max_iter=5000)
+    d = annotations.n_features
+    with pm.Model(coords=annotations.coords()) as model:
+        X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
+        if pri["tau0"] == 0:
+            intercept = pm.Flat("intercept")
+        else:
+            intercept = pm.Normal("intercept", 0.0, sigma=1 / np.sqrt(pri["tau0"]))
+        if np.all(pri["tau_a"] == 0):
+            acc_int = pm.Flat("accuracy_intercept", dims=D.ANNOTATOR)
+        else:
+            acc_int = pm.Normal("accuracy_intercept", 0.0, sigma=1 / np.sqrt(pri["tau_a"]),
+                                dims=D.ANNOTATOR)
+        start = {"intercept": params["intercept"],
+                 "accuracy_intercept": params["accuracy_intercept"]}
+        coefs = {}
+        for name, lam in (("coef", pri["lam_b"]), ("accuracy_coef", pri["lam_g"])):
+            if coef_prior == "laplace":
+                pos = pm.Exponential(f"{name}_pos", lam=np.float64(lam), dims=D.FEATURE)
+                neg = pm.Exponential(f"{name}_neg", lam=np.float64(lam), dims=D.FEATURE)
+                coefs[name] = pm.Deterministic(name, pos - neg, dims=D.FEATURE)
+                start[f"{name}_pos"], start[f"{name}_neg"] = _split(params[name])
+            else:
+                glob = pm.HalfCauchy(f"{name}_global_scale", beta=horseshoe_scale)
+                local = pm.HalfCauchy(f"{name}_local_scale", beta=1.0, dims=D.FEATURE)
+                raw = pm.Normal(f"{name}_raw", 0.0, 1.0, dims=D.FEATURE)
+                coefs[name] = pm.Deterministic(name, raw * local * glob, dims=D.FEATURE)
+                start[f"{name}_global_scale"] = horseshoe_scale
+                start[f"{name}_local_scale"] = np.ones(d)
+                start[f"{name}_raw"] = params[name] / horseshoe_scale
+        if coef_prior == "laplace":
+            # Exponential parts: 2 log(lam) - lam (u + v); Laplace: log(lam / 2) - lam |w|
+            # symbolic in the number of features, so that the compiled code is
+            # shared by data sets of any width
+            pm.Potential("laplace_normalisation", -pt.cast(X.shape[1], "float64") * np.float64(
+                np.log(2 * pri["lam_b"]) + np.log(2 * pri["lam_g"])))
+        eta = X @ coefs["coef"] + intercept
+        log_prior = pt.stack([-pt.softplus(eta), -pt.softplus(-eta)], axis=1)
+        idx = C.long_table_data(annotations)
+        a = acc_int[idx["annotator_idx"]] + (X @ coefs["accuracy_coef"])[idx["item_idx"]]
+        right, wrong = -pt.softplus(-a), -pt.softplus(a)
+        y = idx["label_idx"]
+        per_row = pt.stack([pt.switch(pt.eq(y, 0), right, wrong),
+                            pt.switch(pt.eq(y, 1), right, wrong)], axis=1)
+        n_items = model.dim_lengths[D.ITEM]
+        joint = pt.zeros((n_items, 2))[idx["item_idx"]].inc(per_row) + log_prior
+        C.add_item_likelihood(joint, annotations)
+    model.crowd_start = start
+    return model
+
+
+# ---------------------------------------------------------------------- EM
+def em(
+    annotations: Annotations,
+    *,
+    penalty=DEFAULT_PRIORS["penalty"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    accuracy_intercept_precision=DEFAULT_PRIORS["accuracy_intercept_precision"],
+    n_restarts: int = 30,
+    rng=0,
+    tol: float = 1e-8,
+    restart_tol: float = 1e-5,
+    max_iter: int = 5000,
+) -> xr.Dataset:
+    """The paper's MAP-EM, with random restarts.
+
+    E-step: P(Z_i = 1 | labels, x_i). M-step: two weighted L1-penalised
+    logistic regressions, solved to exact zeros by :func:`l1_logistic` — the
+    classifier (``intercept``, ``coef``) on the soft labels, and the accuracy
+    (``accuracy_intercept``, ``accuracy_coef``) on the expected agreement of
+    each label with the truth.
+
+    Restarts: the first starts from majority vote (the M-step applied to the
+    soft majority vote); the other ``n_restarts - 1`` keep the classifier of
+    the majority-vote lasso fit and draw the accuracy parameters at random
+    (``rng``, seeded by default for reproducibility). Each restart runs to
+    ``restart_tol``; the one with the highest penalised log posterior is then
+    iterated to ``tol``. Finally the sign is chosen so that the classifier
+    agrees most with majority vote (both signs have the same posterior).
+
+    Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
+    ``intercept``, ``coef``, ``accuracy_intercept``, ``accuracy_coef``,
+    ``item_class_prob``, and the split parts ``coef_pos``/``coef_neg``,
+    ``accuracy_coef_pos``/``accuracy_coef_neg`` (so that
+    ``fit_map(model, start=em_fit)`` starts at this point); ``n_labels``.
+    ``attrs``: ``log_posterior`` (what ``fit_map`` maximises),
+    ``log_likelihood``, ``penalty``, ``n_nonzero_coef``,
+    ``n_nonzero_accuracy_coef``, ``restart_log_posteriors``, ``flipped``,
+    ``n_iter``, ``converged``.
+    """
+    _check_annotations(annotations)
+    pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
+    if int(n_restarts) < 1:
+        raise ValueError(f"n_restarts must be >= 1, got {n_restarts!r}.")
+    if not (0 < tol <= restart_tol):
+        raise ValueError(f"need 0 < tol <= restart_tol, got tol={tol}, restart_tol={restart_tol}.")
+    params, prob, item_ll, info = _run_em(annotations, pri, n_restarts=n_restarts, rng=rng,
+                                          tol=tol, restart_tol=restart_tol,
+                                          max_iter=max_iter)
+    restart_lps, flipped, n_iter, converged = (
+        info["restart_lps"], info["flipped"], info["n_iter"], info["converged"])
+    loglik = float(item_ll.sum())
+    out = {**params, "item_class_prob": prob}
+    for name in ("coef", "accuracy_coef"):
+        out[f"{name}_pos"], out[f"{name}_neg"] = _split(params[name])
+    return C.em_dataset(
+        annotations, out, _DIMS,
+        extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels())},
+        attrs={
+            "family": "feature_accuracy", "method": "em", "log_likelihood": loglik,
+            "log_posterior": loglik + _log_prior_params(params, pri),
+            "penalty": [pri["lam_b"], pri["lam_g"]],
+            "n_nonzero_coef": int(np.count_nonzero(params["coef"])),
+            "n_nonzero_accuracy_coef": int(np.count_nonzero(params["accuracy_coef"])),
+            "restart_log_posteriors": restart_lps, "flipped": int(flipped),
+            "n_iter": n_iter, "converged": int(converged),
+        },
+    )
+
+
+# ------------------------------------------------------------- predictions
+def predict(fit, features) -> np.ndarray:
+    """P(truth positive | x) from a fitted classifier (EM Dataset, MAP/NUTS
+    DataTree, or a baseline from :func:`lasso_majority_vote`), averaged over
+    the fit's draws. ``features``: (item, feature) in the fit's feature order."""
+    post = posterior_of(fit)
+    if "coef" not in post or "intercept" not in post:
+        raise ValueError("this fit has no classifier (no coef and intercept).")
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(D.FEATURE, "sample").values
+    X = _check_features(features, "features", coef.shape[0])
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
+    return expit(X @ coef + intercept).mean(axis=1)
+
+
+def annotator_error(fit, features) -> np.ndarray:
+    """(item, annotator) probability that each annotator mislabels each item,
+    P(Y_ik != Z_i | x_i), averaged over the fit's draws."""
+    post = posterior_of(fit)
+    gamma = post["accuracy_coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
+        D.FEATURE, "sample").values
+    X = _check_features(features, "features", gamma.shape[0])
+    alpha = post["accuracy_intercept"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
+        D.ANNOTATOR, "sample").values
+    a = (X @ gamma)[:, None, :] + alpha[None, :, :]
+    return expit(-a).mean(axis=-1)
+
+
+def align_signs(fit, annotations: Annotations):
+    """Flip the chains of a NUTS (or MAP) fit that sit in the mirrored mode.
+
+    (intercept, coef, accuracy_intercept, accuracy_coef) -> their negatives
+    leaves the likelihood and the priors unchanged, so a chain can wander
+    into the mirrored mode. Each chain is compared with majority vote through
+    its classifier (posterior mean of the linear predictor, ties broken by the
+    item posterior); chains that agree better when mirrored are flipped:
+    coefficients negated, ``_pos``/``_neg`` parts swapped, ``item_class_prob``
+    reversed. Returns a new DataTree with ``attrs["flipped_chains"]``.
+    """
+    if not isinstance(fit, xr.DataTree):
+        raise TypeError(f"align_signs expects a DataTree from fit_map/sample, got "
+                        f"{type(fit).__name__}.")
+    _check_annotations(annotations)
+    post = posterior_of(fit)
+    n = annotations.n_items
+    mv = majority_vote(annotations).values[:, 1]
+    flipped = []
+    for chain in post[D.CHAIN].values:
+        p = post.sel({D.CHAIN: chain})
+        eta = (annotations.features @ p["coef"].transpose(D.FEATURE, D.DRAW).values
+               + p["intercept"].values).mean(axis=1)
+        prob = p["item_class_prob"].mean(D.DRAW).values[:, 1]
+        z = (eta > 0).astype(float)
+        primary = float(np.sum(z * mv + (1 - z) * (1 - mv)))
+        secondary = float(np.sum(prob * mv + (1 - prob) * (1 - mv)))
+        if primary < n - primary or (primary == n - primary and secondary < n - secondary):
+            flipped.append(int(chain))
+    out = fit.copy()
+    if flipped:
+        sign = xr.DataArray(np.where(np.isin(post[D.CHAIN].values, flipped), -1.0, 1.0),
+                            dims=D.CHAIN, coords={D.CHAIN: post[D.CHAIN].values})
+        is_flipped = sign < 0
+        new = post.copy()
+        for name in list(post.data_vars):
+            if name in _PARAMS or name.endswith("_raw"):
+                new[name] = post[name] * sign
+            elif name == "item_class_prob":
+                rev = post[name].isel({D.TRUE_CLASS: slice(None, None, -1)})
+                rev = rev.assign_coords({D.TRUE_CLASS: post[D.TRUE_CLASS]})
+                new[name] = xr.where(is_flipped, rev, post[name]).transpose(*post[name].dims)
+        for base in ("coef", "accuracy_coef"):
+            if f"{base}_pos" in post:
+                pos, neg = post[f"{base}_pos"], post[f"{base}_neg"]
+                new[f"{base}_pos"] = xr.where(is_flipped, neg, pos).transpose(*pos.dims)
+                new[f"{base}_neg"] = xr.where(is_flipped, pos, neg).transpose(*neg.dims)
+        out["posterior"] = xr.DataTree(new)
+    out.attrs = {**fit.attrs, "flipped_chains": flipped}
+    return out
+
+
+# --------------------------------------------------------------- baselines
+def _lasso_fit(annotations, target, penalty, intercept_precision, method):
+    _check_annotations(annotations)
+    lam, _ = _penalties(penalty)
+    tau0 = float(C.check_positive_precision(intercept_precision, "intercept_precision"))
+    design = np.asfortranarray(np.hstack([np.ones((annotations.n_items, 1)),
+                                          annotations.features]))
+    with _single_thread():
+        intercept, coef = _fit_truth(design, target, {"lam_b": lam, "tau0": tau0})
+    return C.em_dataset(
+        annotations, {"intercept": intercept, "coef": coef}, _DIMS,
+        attrs={"family": "feature_accuracy", "method": method, "penalty": lam,
+               "n_nonzero_coef": int(np.count_nonzero(coef))},
+    )
+
+
+def lasso_majority_vote(annotations: Annotations, *, penalty=DEFAULT_PRIORS["penalty"],
+                        intercept_precision=DEFAULT_PRIORS["intercept_precision"]):
+    """Baseline: L1 logistic regression on the majority-vote labels (hard vote,
+    ties count half for each class), same penalty scaling as :func:`em`.
+
+    Returns a Dataset with ``intercept`` and ``coef`` (chain=1, draw=1), usable
+    with :func:`predict` and :func:`crowd_models.selection.select_penalty`.
+    """
+    _check_annotations(annotations)
+    target = majority_vote(annotations, hard=True, ties="split").values[:, 1]
+    return _lasso_fit(annotations, target, penalty, intercept_precision,
+                      "lasso_majority_vote")
+
+
+def lasso_gold(annotations: Annotations, *, penalty=DEFAULT_PRIORS["penalty"],
+               intercept_precision=DEFAULT_PRIORS["intercept_precision"]):
+    """Oracle baseline: L1 logistic regression on the gold labels (items with
+    gold only), same penalty scaling as :func:`em`."""
+    _check_annotations(annotations)
+    if not annotations.has_gold:
+        raise ValueError("lasso_gold needs gold labels (Annotations(..., gold=...)).")
+    known = annotations.gold >= 0
+    sub = annotations if known.all() else annotations.select(known[annotations.item_idx])
+    return _lasso_fit(sub, (sub.gold == 1).astype(float), penalty, intercept_precision,
+                      "lasso_gold")
+
+
+# ---------------------------------------------------------------- simulate
+def simulate(
+    n_items: int | None = None,
+    *,
+    n_annotators: int = 5,
+    n_features: int = 20,
+    features=None,
+    coef=None,
+    intercept: float = 0.0,
+    mechanism: str = "model",
+    accuracy_intercept=None,
+    accuracy_coef=None,
+    labels_per_item: int | None = None,
+    rng=None,
+) -> Annotations:
+    """Annotations with a known truth, by one of the paper's three mechanisms.
+
+    The truth is Z_i ~ Bernoulli(sigmoid(intercept + coef . x_i)), with
+    ``features`` given or ``n_features`` standard-normal ones, and ``coef``
+    by default sparse: (2, -2, 1.5, -1.5, 1) on the first five features, zero
+    elsewhere. Annotator k mislabels item i with probability
+
+    * ``"constant"`` (i): sigmoid(-accuracy_intercept[k]), independent of x;
+    * ``"model"`` (ii): sigmoid(-(accuracy_intercept[k] + accuracy_coef . x_i)),
+      this family's model; ``accuracy_coef`` by default 1.5 on the last
+      feature and -1.5 on the one before (so the hard items are explained by
+      features other than the truth's), zero elsewhere;
+    * ``"nonlinear"`` (iii): sigmoid(-(accuracy_intercept[k] + |eta_i| - 1))
+      with eta_i the truth's log-odds: items near the class boundary are hard,
+      a feature dependence not of the model's form.
+
+    ``accuracy_intercept`` defaults to ``linspace(0.5, 2, n_annotators)``
+    (error rates 0.38 to 0.12 at x = 0). ``labels_per_item`` annotators (drawn
+    without replacement) label each item, or all of them. ``gold`` holds the
+    true labels, ``truth`` the true parameters (``attrs["mechanism"]``).
+    """
+    rng = np.random.default_rng(rng)
+    mech = {v: k for k, v in MECHANISMS.items()}.get(mechanism, mechanism)
+    if mech not in MECHANISMS:
+        raise ValueError(f"mechanism={mechanism!r} is not one of "
+                         f"{list(MECHANISMS)} (or {list(MECHANISMS.values())}).")
+    if features is not None:
+        X = _check_features(features, "features")
+        if n_items is not None and n_items != len(X):
+            raise ValueError(f"n_items={n_items} but features have {len(X)} rows.")
+    else:
+        if n_items is None or n_items < 1 or n_features < 1:
+            raise ValueError("give n_items >= 1 and n_features >= 1, or features.")
+        X = rng.standard_normal((n_items, n_features))
+    n, d = X.shape
+    if coef is None:
+        w = np.zeros(d)
+        default = [2.0, -2.0, 1.5, -1.5, 1.0][:d]
+        w[:len(default)] = default
+    else:
+        w = np.asarray(coef, dtype=float)
+        if w.shape != (d,):
+            raise ValueError(f"coef must have {d} entries (one per feature), got {w.shape}.")
+    if accuracy_intercept is None:
+        alpha = np.linspace(0.5, 2.0, n_annotators)
+    else:
+        alpha = np.atleast_1d(np.asarray(accuracy_intercept, dtype=float))
+    K = len(alpha)
+    eta = X @ w + intercept
+    z = (rng.random(n) < expit(eta)).astype(int)
+    truth = {"coef": ((D.FEATURE,), w), "intercept": ((), float(intercept)),
+             "accuracy_intercept": ((D.ANNOTATOR,), alpha)}
+    if mech == "model":
+        if accuracy_coef is None:
+            gamma = np.zeros(d)
+            gamma[-1] = 1.5
+            if d > 1:
+                gamma[-2] = -1.5
+        else:
+            gamma = np.asarray(accuracy_coef, dtype=float)
+            if gamma.shape != (d,):
+                raise ValueError(f"accuracy_coef must have {d} entries, got {gamma.shape}.")
+        truth["accuracy_coef"] = ((D.FEATURE,), gamma)
+        acc = alpha[None, :] + (X @ gamma)[:, None]
+    elif mech == "constant":
+        truth["accuracy_coef"] = ((D.FEATURE,), np.zeros(d))
+        acc = np.broadcast_to(alpha[None, :], (n, K))
+    else:
+        acc = alpha[None, :] + np.abs(eta)[:, None] - 1.0
+    item_idx, ann_idx = C.simulation_design(n, K, labels_per_item, rng)
+    wrong = rng.random(len(item_idx)) < expit(-acc[item_idx, ann_idx])
+    y = np.where(wrong, 1 - z[item_idx], z[item_idx])
+    ann = C.simulated_annotations(item_idx, ann_idx, y, z, [0, 1], X, truth)
+    ann.truth.attrs["mechanism"] = mech
+    ann.truth["error_rate"] = ((D.ANNOTATOR,), expit(-acc).mean(axis=0)[
+        ann.truth.indexes[D.ANNOTATOR].map(lambda s: int(s.split("_")[1])).to_numpy()])
+    return ann

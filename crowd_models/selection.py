@@ -1,0 +1,215 @@
+"""Model selection without gold: the disagreement score.
+
+Izbicki and Stern (2013), "Learning with many experts: model selection and
+sparsity". Without true labels the risk R = P(classifier != truth) of a
+classifier cannot be estimated, but its disagreement with the annotators on
+held-out items can:
+
+    S_hat = 1/(n' d) sum_i sum_r 1[z_hat_i != Y_ir]
+
+(over the held-out items i and their labels r; with an incomplete design,
+the mean over the held-out labels). If annotator errors are independent of
+the classifier's errors, with average error rate eps (< 1/2),
+
+    E[S_hat] = (1 - 2 eps) R + eps,
+
+an increasing function of R: ranking classifiers by S_hat ranks them by R.
+It works for any classifier from any family (this family's EM, two-coin,
+majority-vote logistic regression, ...): all it needs is hard predictions for
+held-out items from their features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from crowd_models.data import Annotations
+
+__all__ = [
+    "disagreement", "expected_disagreement", "split_items", "kfold_items",
+    "cv_disagreement", "select_penalty", "PenaltySelection",
+]
+
+
+def _check(annotations, what="annotations"):
+    if not isinstance(annotations, Annotations):
+        raise TypeError(f"{what} must be an Annotations object, got {type(annotations).__name__}.")
+    if annotations.continuous:
+        raise ValueError("the disagreement score needs categorical labels; these are continuous.")
+
+
+def _hard(prediction, annotations) -> np.ndarray:
+    """Class codes per item from codes, (item, class) probabilities, or, for two
+    classes, P(second class) per item."""
+    if isinstance(prediction, xr.DataArray):
+        if "chain" in prediction.dims:
+            prediction = prediction.mean(("chain", "draw"))
+        prediction = prediction.values
+    pred = np.asarray(prediction)
+    n, k = annotations.n_items, annotations.n_classes
+    if pred.ndim == 2:
+        if pred.shape != (n, k):
+            raise ValueError(f"(item, class) predictions must have shape ({n}, {k}), got "
+                             f"{pred.shape}.")
+        return pred.argmax(axis=1)
+    if pred.ndim != 1 or len(pred) != n:
+        raise ValueError(f"predictions must be one per held-out item ({n}), in the item order "
+                         f"of the held-out annotations; got shape {pred.shape}.")
+    if pred.dtype.kind == "f" and not np.all(np.mod(pred, 1) == 0):
+        if k != 2:
+            raise ValueError("float predictions are read as P(second class): two classes only.")
+        if np.any((pred < 0) | (pred > 1)):
+            raise ValueError("probability predictions must lie in [0, 1].")
+        return (pred > 0.5).astype(int)
+    codes = pred.astype(int)
+    if np.any((codes < 0) | (codes >= k)):
+        raise ValueError(f"class-code predictions must lie in 0..{k - 1}.")
+    return codes
+
+
+def disagreement(prediction, annotations: Annotations) -> float:
+    """S_hat: the fraction of the labels that disagree with the predicted class.
+
+    ``prediction``: one entry per item of ``annotations`` (usually held-out
+    items): class codes, (item, class) probabilities (e.g. ``item_class_prob``
+    of a fit — but for model selection use a classifier's predictions from the
+    features, which do not see the labels), or P(second class) for two classes.
+    """
+    _check(annotations)
+    z = _hard(prediction, annotations)
+    return float(np.mean(z[annotations.item_idx] != annotations.labels))
+
+
+def expected_disagreement(risk, error_rate):
+    """(1 - 2 eps) R + eps: the disagreement expected from risk R when the
+    annotators err with average rate eps independently of the classifier."""
+    risk = np.asarray(risk, dtype=float)
+    eps = np.mean(error_rate)
+    return (1 - 2 * eps) * risk + eps
+
+
+def _by_items(annotations: Annotations, keep: np.ndarray) -> Annotations:
+    return annotations.select(keep[annotations.item_idx])
+
+
+def split_items(annotations: Annotations, test_fraction: float = 0.3, *, rng=None):
+    """(train, test) Annotations with disjoint random items; every label of an
+    item goes with it. Features and gold follow the items."""
+    _check(annotations)
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}.")
+    rng = np.random.default_rng(rng)
+    n = annotations.n_items
+    n_test = int(round(test_fraction * n))
+    if not 1 <= n_test < n:
+        raise ValueError(f"test_fraction={test_fraction} leaves an empty side with {n} items.")
+    test = np.zeros(n, dtype=bool)
+    test[rng.permutation(n)[:n_test]] = True
+    return _by_items(annotations, ~test), _by_items(annotations, test)
+
+
+def kfold_items(annotations: Annotations, n_folds: int = 5, *, rng=None):
+    """List of (train, held-out) Annotations over ``n_folds`` random item folds."""
+    _check(annotations)
+    n = annotations.n_items
+    if not 2 <= int(n_folds) <= n:
+        raise ValueError(f"n_folds must be between 2 and the number of items ({n}), got "
+                         f"{n_folds!r}.")
+    rng = np.random.default_rng(rng)
+    fold = np.empty(n, dtype=int)
+    fold[rng.permutation(n)] = np.arange(n) % int(n_folds)
+    return [(_by_items(annotations, fold != f), _by_items(annotations, fold == f))
+            for f in range(int(n_folds))]
+
+
+def cv_disagreement(annotations: Annotations, fit_predict: Callable, *, n_folds: int = 5,
+                    rng=None) -> float:
+    """K-fold S_hat of any classifier: ``fit_predict(train, test_features)`` fits on
+    the training Annotations and returns predictions for the held-out items
+    (class codes, (item, class) or P(positive)); the score pools the held-out
+    labels of all folds."""
+    _check(annotations)
+    wrong = total = 0
+    for train, test in kfold_items(annotations, n_folds, rng=rng):
+        z = _hard(fit_predict(train, test.features), test)
+        wrong += int(np.sum(z[test.item_idx] != test.labels))
+        total += test.n_annotations
+    return wrong / total
+
+
+@dataclass
+class PenaltySelection:
+    """The result of :func:`select_penalty`.
+
+    ``penalty``: the grid value with the smallest disagreement (the largest
+    such value on ties: the sparser model). ``scores``: a DataFrame indexed by
+    penalty with the ``disagreement`` column.
+    """
+
+    penalty: float
+    scores: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return (f"PenaltySelection(penalty={self.penalty!r}, "
+                f"{len(self.scores)} values scored)")
+
+
+def _default_fit_predict(train, test_features, penalty, **kwargs):
+    from crowd_models.models import feature_accuracy
+
+    fit = feature_accuracy.em(train, penalty=penalty, **kwargs)
+    return feature_accuracy.predict(fit, test_features)
+
+
+def select_penalty(annotations: Annotations, penalties: Sequence[float], *,
+                   fit_predict: Callable | None = None, validation: Annotations | None = None,
+                   n_folds: int = 5, rng=None, **fit_kwargs) -> PenaltySelection:
+    """Choose a penalty over a grid by the disagreement score, without gold.
+
+    ``fit_predict(train, test_features, penalty)`` returns predictions for the
+    held-out items; the default fits
+    :func:`crowd_models.models.feature_accuracy.em` with ``penalty`` (and
+    ``fit_kwargs``, e.g. ``n_restarts``) and predicts with its classifier. Any
+    family or baseline plugs in the same way, e.g.
+    ``lambda tr, x, lam: feature_accuracy.predict(lasso_majority_vote(tr, penalty=lam), x)``.
+
+    With ``validation`` (held-out Annotations with features), fit once on
+    ``annotations`` per penalty and score on ``validation``; otherwise K-fold
+    over the items of ``annotations`` (``n_folds``, ``rng``) — the paper's
+    choice for small data.
+    """
+    _check(annotations)
+    grid = np.asarray(penalties, dtype=float)
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError("penalties must be a non-empty 1-D grid of values.")
+    if not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+        raise ValueError(f"penalties must all be > 0, got {list(grid)}.")
+    if fit_predict is None:
+        def fit_predict(train, x, lam):
+            return _default_fit_predict(train, x, lam, **fit_kwargs)
+    elif fit_kwargs:
+        raise TypeError(f"extra keywords {sorted(fit_kwargs)} are only used by the default "
+                        f"fit_predict; bind them in your own fit_predict instead.")
+    if validation is not None:
+        _check(validation, "validation")
+        if validation.features is None:
+            raise ValueError("validation needs features (the classifier predicts from them).")
+    seed = np.random.default_rng(rng).integers(2**32)
+    scores = []
+    for lam in grid:
+        if validation is not None:
+            scores.append(disagreement(fit_predict(annotations, validation.features, lam),
+                                       validation))
+        else:
+            scores.append(cv_disagreement(
+                annotations, lambda tr, x, lam=lam: fit_predict(tr, x, lam),
+                n_folds=n_folds, rng=seed))
+    table = pd.DataFrame({"disagreement": scores}, index=pd.Index(grid, name="penalty"))
+    best = table["disagreement"].min()
+    chosen = float(table.index[table["disagreement"] <= best + 1e-12].max())
+    return PenaltySelection(penalty=chosen, scores=table)

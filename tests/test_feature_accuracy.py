@@ -1,0 +1,319 @@
+"""Feature-dependent accuracy with Laplace priors: marginal likelihood, lasso
+EM, MAP = EM with exact zeros, gold-free model selection, simulator, NUTS."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+import crowd_models as cm
+from crowd_models import selection
+from crowd_models.models import feature_accuracy as fa
+
+PENALTY = 5.0  # one penalty for every compiled model here: one PyTensor compile
+PARAMS = ["intercept", "coef", "accuracy_intercept", "accuracy_coef"]
+
+
+def _risk(fit, ann):
+    return float(np.mean((fa.predict(fit, ann.features) > 0.5) != ann.gold))
+
+
+def _by_items(ann, items):
+    return ann.select(np.isin(ann.item_idx, items))
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return fa.simulate(300, n_features=20, rng=1)
+
+
+@pytest.fixture(scope="module")
+def em_fit(sim):
+    return fa.em(sim, penalty=PENALTY, n_restarts=3)
+
+
+@pytest.fixture(scope="module")
+def model(sim):
+    return fa.build_model(sim, penalty=PENALTY)
+
+
+def _tiny():
+    # item "b" gets a repeated label from annotator "u"
+    df = pd.DataFrame({
+        "item": ["a", "a", "b", "b", "b", "c", "c", "d"],
+        "annotator": ["u", "v", "u", "u", "w", "v", "w", "u"],
+        "label": [1, 0, 1, 1, 0, 0, 0, 1],
+    })
+    x = pd.DataFrame({"f1": [0.5, -1.0, 2.0, 0.1], "f2": [1.0, 0.3, -0.7, 0.0]},
+                     index=["a", "b", "c", "d"])
+    return cm.Annotations.from_frame(df, classes=[0, 1], features=x)
+
+
+def test_marginal_loglik_matches_brute_force():
+    ann = _tiny()
+    model = fa.build_model(ann, penalty=PENALTY)
+    intercept, coef = 0.3, np.array([0.8, -1.2])
+    alpha, gamma = np.array([1.5, 0.2, -0.4]), np.array([0.0, 0.7])
+    X = ann.features
+    total = 0.0
+    for z in itertools.product([0, 1], repeat=ann.n_items):
+        z = np.array(z)
+        p_pos = expit(X @ coef + intercept)
+        logp = np.sum(np.where(z == 1, np.log(p_pos), np.log1p(-p_pos)))
+        for i, k, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            right = expit(alpha[k] + X[i] @ gamma)
+            logp += np.log(right if y == z[i] else 1 - right)
+        total += np.exp(logp)
+    brute = np.log(total)
+    eps = 1e-300  # an exact zero part of a split coefficient
+    point = {"intercept": intercept, "accuracy_intercept": alpha}
+    for name, w in (("coef", coef), ("accuracy_coef", gamma)):
+        point[f"{name}_pos_log__"] = np.log(np.maximum(w, eps))
+        point[f"{name}_neg_log__"] = np.log(np.maximum(-w, eps))
+    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    assert per_item.shape == (ann.n_items,)
+    np.testing.assert_allclose(per_item.sum(), brute, rtol=1e-12)
+    # likelihood + Laplace priors + N(0, 10^2) intercepts, no Jacobian
+    log_prior = (stats.laplace.logpdf(np.r_[coef, gamma], scale=1 / PENALTY).sum()
+                 + stats.norm.logpdf(np.r_[intercept, alpha], 0, 10).sum())
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, brute + log_prior, rtol=1e-12)
+
+
+def test_em_log_posterior_is_the_models(sim, em_fit, model):
+    point = {k: em_fit[k].values[0, 0] for k in ("intercept", "accuracy_intercept")}
+    for name in ("coef", "accuracy_coef"):
+        for part in ("pos", "neg"):
+            point[f"{name}_{part}_log__"] = np.log(
+                np.maximum(em_fit[f"{name}_{part}"].values[0, 0], 1e-300))
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, em_fit.attrs["log_posterior"], rtol=1e-12)
+    assert em_fit.attrs["converged"]
+    # the lasso put exact zeros in both coefficient vectors
+    assert 0 < em_fit.attrs["n_nonzero_coef"] < 20
+    assert 0 < em_fit.attrs["n_nonzero_accuracy_coef"] < 20
+
+
+@pytest.mark.parametrize("start", ["em", "majority_vote"])
+def test_map_reproduces_em_with_exact_zeros(sim, em_fit, model, start):
+    map_fit = cm.fit_map(model, start=em_fit if start == "em" else None)
+    for name in PARAMS:
+        em_v = np.ravel(em_fit[name].values)
+        map_v = np.ravel(map_fit.posterior[name].values)
+        zero = em_v == 0
+        if zero.any():
+            assert np.abs(map_v[zero]).max() < 1e-4, name
+        assert np.abs(map_v[~zero] - em_v[~zero]).max() < 1e-3, name
+    rel = abs(map_fit.attrs["log_posterior"] / em_fit.attrs["log_posterior"] - 1)
+    assert rel < 1e-6
+    assert map_fit.log_likelihood["labels"].sizes["item"] == sim.n_items
+
+
+def test_em_recovers_the_simulated_support(sim, em_fit):
+    truth = sim.truth
+    coef = em_fit["coef"].values[0, 0]
+    gamma = em_fit["accuracy_coef"].values[0, 0]
+    # the true non-zero coefficients are found with the right signs
+    for est, true in ((coef, truth["coef"].values), (gamma, truth["accuracy_coef"].values)):
+        on = true != 0
+        assert np.all(np.sign(est[on]) == np.sign(true[on]))
+        assert np.abs(est[on]).min() > 2 * np.abs(est[~on]).max()
+    acc = (em_fit["item_class_prob"].values[0, 0].argmax(1) == sim.gold).mean()
+    mv = cm.majority_vote(sim, hard=True, ties="first").values.argmax(1)
+    assert acc > (mv == sim.gold).mean() + 0.05
+
+
+def test_sign_flip_has_the_same_posterior_and_is_resolved(sim, em_fit):
+    params = {k: em_fit[k].values[0, 0] for k in PARAMS}
+    pri = fa._priors(sim, PENALTY, 0.01, 0.01)
+    lp, _ = fa._log_posterior(sim, params, pri)
+    lp_flip, _ = fa._log_posterior(sim, fa._flip(params), pri)
+    np.testing.assert_allclose(lp, lp_flip, rtol=1e-13)
+    np.testing.assert_allclose(lp, em_fit.attrs["log_posterior"], rtol=1e-13)
+    # em returns the sign whose classifier agrees with majority vote (these
+    # annotators are poor: majority vote itself is right on about 70% of items)
+    mv = cm.majority_vote(sim, hard=True, ties="first").values.argmax(1)
+    assert np.mean((fa.predict(em_fit, sim.features) > 0.5) == mv) > 0.6
+    # a chain in the mirrored mode is flipped back
+    post = xr.concat([em_fit[PARAMS + ["item_class_prob", "coef_pos", "coef_neg"]]] * 2,
+                     dim="chain").assign_coords(chain=[0, 1])
+    mirrored = post.copy()
+    for name in PARAMS:
+        mirrored[name] = -post[name]
+    mirrored["item_class_prob"] = post["item_class_prob"].copy(
+        data=post["item_class_prob"].values[..., ::-1])
+    mirrored["coef_pos"], mirrored["coef_neg"] = post["coef_neg"], post["coef_pos"]
+    both = xr.concat([post.isel(chain=[0]), mirrored.isel(chain=[1])], dim="chain")
+    aligned = fa.align_signs(xr.DataTree.from_dict({"posterior": both}), sim)
+    assert aligned.attrs["flipped_chains"] == [1]
+    for name in PARAMS + ["item_class_prob", "coef_pos"]:
+        np.testing.assert_allclose(aligned.posterior[name].isel(chain=1),
+                                   aligned.posterior[name].isel(chain=0))
+
+
+def test_l1_logistic_matches_scikit_learn_penalty_scaling():
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 15))
+    y = (rng.random(200) < expit(2 * X[:, 0] - X[:, 1])).astype(float)
+    lam = 4.0
+    theta = fa.l1_logistic(X, y, l1=lam)  # no intercept column: both unpenalised-free
+    ref = sklearn.LogisticRegression(l1_ratio=1.0, C=1 / lam, solver="liblinear",
+                                     fit_intercept=False, tol=1e-12, max_iter=100_000)
+    ref.fit(X, y)
+    np.testing.assert_allclose(theta, ref.coef_[0], atol=1e-5)
+    np.testing.assert_array_equal(theta == 0, ref.coef_[0] == 0)
+
+
+def test_disagreement_is_an_affine_function_of_the_risk():
+    # mechanism (i): annotator errors independent of the features and of the
+    # classifier, so S = (1 - 2 eps) R + eps
+    sim = fa.simulate(5000, n_features=10, mechanism="constant", n_annotators=5, rng=3)
+    train, test = _by_items(sim, np.arange(300)), _by_items(sim, np.arange(300, 5000))
+    eps = np.mean(test.labels != test.gold[test.item_idx])
+    for penalty in (1.0, 30.0, 80.0):
+        fit = fa.lasso_majority_vote(train, penalty=penalty)
+        risk = _risk(fit, test)
+        s_hat = selection.disagreement(fa.predict(fit, test.features), test)
+        assert abs(s_hat - selection.expected_disagreement(risk, eps)) < 0.01, penalty
+    # the K-fold version of any classifier runs on the small training set
+    s_cv = selection.cv_disagreement(
+        train, lambda tr, x: fa.predict(fa.lasso_majority_vote(tr, penalty=3.0), x),
+        n_folds=5, rng=0)
+    assert eps - 0.05 < s_cv < 0.5
+
+
+def test_penalty_chosen_without_gold_is_near_the_best(tmp_path):
+    # mechanism (ii), the model's own: lambda by S_hat on held-out labels
+    sim = fa.simulate(2400, n_features=30, mechanism="model", rng=5)
+    train = _by_items(sim, np.arange(200))
+    valid = _by_items(sim, np.arange(200, 400))
+    test = _by_items(sim, np.arange(400, 2400))
+    grid = [0.3, 1.0, 3.0, 10.0, 30.0]
+    chosen = selection.select_penalty(train, grid, validation=valid, n_restarts=2)
+    risks = {lam: _risk(fa.em(train, penalty=lam, n_restarts=2), test) for lam in grid}
+    assert risks[chosen.penalty] <= min(risks.values()) + 0.02, (chosen.scores, risks)
+    assert list(chosen.scores.index) == grid
+
+
+def test_sparse_em_beats_em_when_features_outnumber_items():
+    d = 60
+    coef = np.zeros(d)
+    coef[:4] = [3.0, -3.0, 2.5, -2.5]
+    sim = fa.simulate(2050, n_features=d, coef=coef, n_annotators=7,
+                      accuracy_intercept=np.linspace(1, 2.5, 7), rng=3)
+    train, test = _by_items(sim, np.arange(50)), _by_items(sim, np.arange(50, 2050))
+    assert train.n_features > train.n_items
+    dense = fa.em(train, penalty=0.1, n_restarts=1)
+    sparse = fa.em(train, penalty=5.0, n_restarts=1)
+    assert _risk(sparse, test) < _risk(dense, test) - 0.03
+    assert sparse.attrs["n_nonzero_coef"] < dense.attrs["n_nonzero_coef"]
+
+
+def test_simulate_mechanisms(rng):
+    x = rng.standard_normal((20_000, 3))
+    alpha = [0.5, 2.0]
+    const = fa.simulate(features=x, mechanism="i", accuracy_intercept=alpha, rng=rng)
+    z = const.gold[const.item_idx]
+    for k in range(2):
+        rows = const.annotator_idx == const.annotators.get_loc(f"annotator_{k}")
+        assert abs(np.mean(const.labels[rows] != z[rows]) - expit(-alpha[k])) < 0.015
+    gamma = np.array([0.0, 0.0, 2.0])
+    model = fa.simulate(features=x, mechanism="model", accuracy_intercept=alpha,
+                        accuracy_coef=gamma, rng=rng)
+    wrong = model.labels != model.gold[model.item_idx]
+    hard = x[model.item_idx, 2] < 0
+    assert wrong[hard].mean() > wrong[~hard].mean() + 0.2
+    np.testing.assert_array_equal(model.truth["accuracy_coef"].values, gamma)
+    other = fa.simulate(features=x, mechanism="nonlinear", accuracy_intercept=alpha, rng=rng)
+    eta = x @ other.truth["coef"].values
+    wrong = other.labels != other.gold[other.item_idx]
+    near = np.abs(eta[other.item_idx]) < 1
+    assert wrong[near].mean() > wrong[~near].mean() + 0.1
+    assert "accuracy_coef" not in other.truth and other.truth.attrs["mechanism"] == "nonlinear"
+
+
+def test_baselines(sim):
+    gold = fa.lasso_gold(sim, penalty=PENALTY)
+    mv = fa.lasso_majority_vote(sim, penalty=PENALTY)
+    assert _risk(gold, sim) < _risk(mv, sim)
+    assert gold.attrs["n_nonzero_coef"] < sim.n_features
+
+
+def test_bad_input(sim):
+    three = cm.Annotations.from_frame(pd.DataFrame(
+        {"item": [1, 2, 3], "annotator": ["a", "b", "a"], "label": ["x", "y", "z"]}),
+        features=np.zeros((3, 2)))
+    for fn in (fa.em, fa.build_model):
+        with pytest.raises(ValueError, match="exactly 2 classes"):
+            fn(three)
+    with pytest.raises(ValueError, match="needs item features"):
+        fa.em(sim.with_features(None))
+    nan_x = np.ones((sim.n_items, 2))
+    nan_x[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        sim.with_features(nan_x)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fa.predict(fa.lasso_majority_vote(sim), np.where(sim.features > 2, np.nan,
+                                                         sim.features))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fa.simulate(features=nan_x)
+    for bad in (0, -1.0, np.nan, (1.0, 0.0)):
+        with pytest.raises(ValueError, match="penalty must be > 0"):
+            fa.em(sim, penalty=bad)
+    with pytest.raises(ValueError, match="penalty must be > 0"):
+        fa.build_model(sim, penalty=-2)
+    with pytest.raises(ValueError, match="or a pair"):
+        fa.em(sim, penalty=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="penalties must all be > 0"):
+        selection.select_penalty(sim, [1.0, 0.0])
+    with pytest.raises(ValueError, match="not one of"):
+        fa.simulate(10, mechanism="iv")
+    with pytest.raises(ValueError, match="not one of 'laplace', 'horseshoe'"):
+        fa.build_model(sim, coef_prior="ridge")
+    with pytest.raises(ValueError, match="20 columns"):
+        fa.predict(fa.lasso_majority_vote(sim), np.zeros((4, 3)))
+    with pytest.raises(TypeError, match="expects an Annotations"):
+        fa.em(pd.DataFrame())
+
+
+@pytest.mark.slow
+def test_nuts_converges_with_sign_consistent_chains():
+    import arviz as az
+
+    sim = fa.simulate(150, n_features=4, coef=[2.0, -2.0, 0.0, 0.0],
+                      accuracy_coef=[0.0, 0.0, 1.0, 0.0], n_annotators=5, rng=11)
+    model = fa.build_model(sim, penalty=PENALTY)
+    idata = cm.sample(model, draws=600, tune=600, chains=2, random_seed=3, progressbar=False)
+    aligned = fa.align_signs(idata, sim)
+    assert aligned.attrs["flipped_chains"] == []
+    assert idata.attrs["label_switched_chains"] == []
+    summ = az.summary(aligned, var_names=PARAMS)
+    assert summ["r_hat"].max() <= 1.01, summ
+    assert aligned.log_likelihood["labels"].sizes["item"] == 150
+    # the Bayesian lasso shrinks the null coefficient towards zero
+    coef = aligned.posterior["coef"].mean(("chain", "draw")).values
+    assert abs(coef[3]) < 0.3 < min(abs(coef[0]), abs(coef[1]))
+
+
+@pytest.mark.slow
+def test_sparse_experts_case_study_runs():
+    import re
+
+    from .test_case_studies import CASE_STUDIES, run_fast
+
+    result = run_fast(CASE_STUDIES / "sparse_experts.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = re.search(r"^RESULT sim_ii em=(\d\.\d+) sparse=(\d\.\d+) mv=(\d\.\d+)$",
+                      result.stdout, re.MULTILINE)
+    assert found, result.stdout[-3000:]
+    em, sparse, mv = map(float, found.groups())
+    assert 0 < sparse < mv and 0 < em < 0.5
+    found = re.search(r"^RESULT gi sparse=(\d\.\d+) mv=(\d\.\d+) majority=(\d\.\d+)$",
+                      result.stdout, re.MULTILINE)
+    assert found, result.stdout[-3000:]
+    assert all(0 <= float(v) <= 1 for v in found.groups())
