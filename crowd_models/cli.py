@@ -2,8 +2,13 @@
 
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
                  [--features F.csv] [--model two-coin] [--method em|map|nuts]
-                 [--out DIR]
+                 [--continuous [--bias] [--scale]] [--out DIR]
     crowd-models demo [--out DIR] [--quick]
+
+``--continuous`` (or ``--model continuous``) reads the labels as numbers and
+fits the continuous family (annotator precision, with ``--bias`` an additive
+bias, with ``--scale`` a multiplicative scale); the item table then holds the
+posterior mean and sd of each item's true value.
 
 Errors in the input print one line and exit with status 2.
 """
@@ -65,6 +70,49 @@ def _item_table(ann, fit) -> pd.DataFrame:
     return table
 
 
+def _true_value_table(ann, fit) -> pd.DataFrame:
+    from crowd_models.models import continuous
+
+    table = continuous.true_value_summary(fit, annotations=ann)
+    table.index = pd.Index(ann.items, name="item")
+    return table
+
+
+def _continuous_scores(table: pd.DataFrame) -> str | None:
+    """Correlation and RMSE of the true-value means against gold, where known."""
+    if "gold" not in table:
+        return None
+    known = table["gold"].notna()
+    if known.sum() < 2:
+        return None
+    mean, gold = table.loc[known, "mean"], table.loc[known, "gold"]
+    corr = float(np.corrcoef(mean, gold)[0, 1])
+    rmse = float(np.sqrt(np.mean((mean - gold) ** 2)))
+    return f"against gold ({int(known.sum())} items): correlation {corr:.4f}, RMSE {rmse:.4g}"
+
+
+def _conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> pd.DataFrame:
+    """Fill the sd and interval of precision (and bias) of a one-draw continuous fit
+    from EM's conditional posteriors: Gamma(precision_alpha, precision_beta), whose
+    mode is the estimate, and N(bias, bias_conditional_sd**2)."""
+    from scipy import stats
+
+    tail = (1 - ci_prob) / 2
+    table = table.copy()
+    a = em_fit["precision_alpha"].to_series().reindex(table.index).to_numpy()
+    b = em_fit["precision_beta"].to_series().reindex(table.index).to_numpy()
+    table["precision_sd"] = stats.gamma.std(a, scale=1 / b)
+    table["precision_lower"] = stats.gamma.ppf(tail, a, scale=1 / b)
+    table["precision_upper"] = stats.gamma.ppf(1 - tail, a, scale=1 / b)
+    if "bias_conditional_sd" in em_fit and "bias_mean" in table:
+        sd = em_fit["bias_conditional_sd"].to_series().reindex(table.index).to_numpy()
+        z = stats.norm.ppf(1 - tail)
+        table["bias_sd"] = sd
+        table["bias_lower"] = table["bias_mean"] - z * sd
+        table["bias_upper"] = table["bias_mean"] + z * sd
+    return table
+
+
 class InputError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
 
@@ -102,6 +150,21 @@ def _load(args):
                     f"the features' first column (item ids) cannot be read as the type of the "
                     f"labels' {args.item!r} column ({df[args.item].dtype})."
                 ) from None
+    if args.continuous:
+        if args.classes:
+            raise ValueError("--classes does not apply to continuous labels; drop it.")
+        if args.label in df.columns and not pd.api.types.is_numeric_dtype(df[args.label]):
+            values = df[args.label]
+            bad = values[pd.to_numeric(values, errors="coerce").isna() & values.notna()]
+            if len(bad):
+                raise ValueError(
+                    f"--continuous needs numeric labels, but column {args.label!r} holds "
+                    f"{len(bad)} non-numeric value(s), e.g. {bad.iloc[0]!r} (row "
+                    f"{bad.index[0]}); fix them or drop --continuous for class labels."
+                )
+            df[args.label] = pd.to_numeric(values)
+        return cm.Annotations.from_frame(df, item=args.item, annotator=args.annotator,
+                                         label=args.label, features=features, continuous=True)
     classes = args.classes.split(",") if args.classes else None
     if classes is not None and args.label in df.columns and pd.api.types.is_numeric_dtype(
             df[args.label]):
@@ -115,6 +178,19 @@ def run_fit(args) -> int:
     from crowd_models import report
     from crowd_models.models import MODELS
 
+    if args.model == "continuous":
+        args.continuous = True
+    elif args.continuous:
+        if args.model != "two-coin":  # the default: --continuous alone picks the family
+            raise InputError(
+                f"--continuous fits the continuous family; it cannot be combined with "
+                f"--model {args.model}.")
+        args.model = "continuous"
+    options = {}
+    if args.continuous:
+        options = {"bias": args.bias, "scale": args.scale}
+    elif args.bias or args.scale:
+        raise InputError("--bias and --scale apply to continuous labels; add --continuous.")
     steps = 4 + (args.method == "nuts")
     progress = _Progress(steps)
     progress.step(f"reading {args.labels}")
@@ -126,13 +202,13 @@ def run_fit(args) -> int:
     family = MODELS[args.model]
     progress.step("EM (reference fit)")
     try:
-        em_fit = family.em(ann)
+        em_fit = family.em(ann, **options)
     except ValueError as err:  # the data do not suit the family (e.g. 3 classes, two-coin)
         raise InputError(str(err)) from None
     fit = em_fit
     if args.method in ("map", "nuts"):
         progress.step("building and optimising the PyMC model (MAP)")
-        model = family.build_model(ann)
+        model = family.build_model(ann, **options)
         fit = cm.fit_map(model, start=em_fit)
     if args.method == "nuts":
         progress.step(f"NUTS: {args.chains} chains x {args.draws} draws")
@@ -142,10 +218,13 @@ def run_fit(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table = report.annotator_summary(fit)
+    if args.continuous and args.method != "nuts":  # MAP = EM: EM's conditional intervals
+        table = _conditional_intervals(table, em_fit)
     table.to_csv(out / "annotators.csv")
-    _item_table(ann, fit).to_csv(out / "items.csv")
+    items = _true_value_table(ann, fit) if args.continuous else _item_table(ann, fit)
+    items.to_csv(out / "items.csv")
     written = [out / "annotators.csv", out / "items.csv"]
-    figure = _annotator_figure(fit, table)
+    figure = None if args.continuous else _annotator_figure(fit, table)
     if figure is not None:
         import matplotlib.pyplot as plt
 
@@ -158,7 +237,14 @@ def run_fit(args) -> int:
     with pd.option_context("display.max_rows", 60, "display.width", 120):
         shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
         print(shown.round(3).to_string())
-    if ann.has_gold:
+    if args.continuous and args.method != "nuts":
+        print("(precision and bias intervals: 90% conditional posteriors given the EM "
+              "fit's other parameters; --method nuts for the full posterior)")
+    if args.continuous:
+        scores = _continuous_scores(items)
+        if scores:
+            print(scores)
+    elif ann.has_gold:
         print(f"accuracy against gold: {report.accuracy(fit, ann):.4f}")
     print("wrote: " + ", ".join(str(p) for p in written))
     return 0
@@ -238,6 +324,12 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--features", help="CSV of item features, item id in the first column")
     f.add_argument("--model", default="two-coin", choices=sorted(MODELS))
     f.add_argument("--method", default="map", choices=["em", "map", "nuts"])
+    f.add_argument("--continuous", action="store_true",
+                   help="numeric labels: fit the continuous family (same as --model continuous)")
+    f.add_argument("--bias", action="store_true",
+                   help="continuous: add a per-annotator additive bias")
+    f.add_argument("--scale", action="store_true",
+                   help="continuous: add a per-annotator multiplicative scale")
     f.add_argument("--out", default="crowd_models_report", help="output folder")
     f.add_argument("--draws", type=int, default=1000)
     f.add_argument("--tune", type=int, default=1000)

@@ -105,3 +105,92 @@ def test_fit_dawid_skene_em(tmp_path, capsys):
     assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
     assert "accuracy_fox_upper" in capsys.readouterr().out
     assert (tmp_path / "out" / "annotators.png").stat().st_size > 0
+
+
+@pytest.fixture(scope="module")
+def continuous_csv(tmp_path_factory):
+    from crowd_models.models import continuous
+
+    bias = np.array([2.0, -1.0, 0.5, -1.5])
+    sim = continuous.simulate([0.5, 1.0, 2.0, 4.0], bias=bias - bias.mean(), n_items=200,
+                              intercept=10.0, truth_precision=0.25,
+                              rng=np.random.default_rng(6))
+    folder = tmp_path_factory.mktemp("cli_continuous")
+    sim.to_frame().to_csv(folder / "ratings.csv", index=False)
+    return folder, sim
+
+
+def test_fit_continuous_em(continuous_csv, capsys):
+    folder, sim = continuous_csv
+    out = folder / "em"
+    code = main(["fit", str(folder / "ratings.csv"), "--continuous", "--bias",
+                 "--method", "em", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "precision_mean" in printed and "bias_upper" in printed
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    for col in ("precision_mean", "precision_lower", "precision_upper", "bias_mean",
+                "bias_lower", "bias_upper", "n_labels"):
+        assert col in table.columns
+    truth = sim.truth.to_dataframe()
+    est = table.reindex(truth.index)
+    assert np.abs(est["bias_mean"] - truth["bias"]).max() < 0.3
+    # EM intervals come from the conditional Gamma posterior of each precision
+    assert (est["precision_lower"] < truth["precision"]).sum() >= 3
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    assert list(items.columns[:4]) == ["mean", "sd", "lower", "upper"]
+    assert len(items) == 200 and (items["sd"] > 0).all()
+    gold = pd.Series(sim.gold, index=sim.items).reindex(items.index)
+    assert np.corrcoef(items["mean"], gold)[0, 1] > 0.95
+    assert not (out / "annotators.png").exists()
+
+
+def test_fit_continuous_via_model_name(continuous_csv, capsys):
+    folder, _ = continuous_csv
+    out = folder / "plain"
+    assert main(["fit", str(folder / "ratings.csv"), "--model", "continuous",
+                 "--method", "em", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    assert "precision_mean" in table and "bias_mean" not in table
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--continuous"], "column 'label' holds 1 non-numeric value\\(s\\), e.g. 'high'"),
+    (["--model", "continuous"], "non-numeric value\\(s\\), e.g. 'high' \\(row 2\\)"),
+    (["--bias"], "--bias and --scale apply to continuous labels; add --continuous"),
+    (["--continuous", "--model", "dawid-skene"], "cannot be combined with --model dawid-skene"),
+    (["--continuous", "--classes", "0,1"], "--classes does not apply to continuous"),
+])
+def test_continuous_bad_input_is_one_line(tmp_path, capsys, args, message):
+    pd.DataFrame({"item": [1, 1, 2, 2], "annotator": ["a", "b", "a", "b"],
+                  "label": ["0.5", "1.5", "high", "2"]}).to_csv(tmp_path / "r.csv", index=False)
+    code = main(["fit", str(tmp_path / "r.csv"), "--method", "em", "--out",
+                 str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("crowd-models: error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert pytest.importorskip("re").search(message, err), err
+
+
+def test_continuous_nan_label_is_one_line(tmp_path, capsys):
+    pd.DataFrame({"item": [1, 1, 2], "annotator": ["a", "b", "a"],
+                  "label": [0.5, None, 2.0]}).to_csv(tmp_path / "r.csv", index=False)
+    code = main(["fit", str(tmp_path / "r.csv"), "--continuous", "--method", "em"])
+    assert code == 2
+    assert "missing or empty on 1 row" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_fit_continuous_map(continuous_csv, capsys):
+    folder, _ = continuous_csv
+    out = folder / "map"
+    assert main(["fit", str(folder / "ratings.csv"), "--continuous", "--bias",
+                 "--out", str(out)]) == 0
+    em = pd.read_csv(folder / "em" / "items.csv", index_col=0) if (
+        folder / "em").exists() else None
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    if em is not None:
+        np.testing.assert_allclose(items["mean"], em["mean"], atol=1e-5)
+    with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
+        assert saved.log_likelihood["labels"].sizes["item"] == 200

@@ -16,8 +16,10 @@ PRECISION = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 0.75])
 BIAS = np.array([1.0, -0.5, 0.3, -0.8, 0.2, -0.2])
 BIAS = BIAS - BIAS.mean()
 COEF = np.array([1.0, -0.5, 0.25])
-ESTIMATES = ["precision", "bias", "coef", "intercept", "truth_precision", "true_value",
-             "true_value_sd"]
+SCALE = np.array([1.3, 0.6, 1.0, 0.8, 1.5, 0.8])
+SCALE = SCALE / SCALE.mean()
+ESTIMATES = ["precision", "bias", "scale_offset", "scale", "coef", "intercept",
+             "truth_precision", "true_value", "true_value_sd"]
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +109,28 @@ def _gaussian_logpdf(y, mu, tau):
     return stats.norm.logpdf(y, mu, 1 / np.sqrt(tau))
 
 
+def test_scale_marginal_matches_quadrature():
+    ann = _tiny(True)
+    values = dict(TINY_VALUES, scale=np.array([1.4, 0.5, 1.1]))
+
+    out = []
+    m = ann.features @ values["coef"] + values["intercept"]
+    tau, beta, sc = values["precision"], values["bias"], values["scale"]
+    for i in range(ann.n_items):
+        rows = ann.item_idx == i
+        y, j = ann.labels[rows], ann.annotator_idx[rows]
+
+        def joint(u, y=y, j=j, i=i):
+            return np.exp(stats.norm.logpdf(u, m[i], 1 / np.sqrt(values["truth_precision"]))
+                          + _gaussian_logpdf(y, beta[j] + sc[j] * u, tau[j]).sum())
+
+        out.append(np.log(integrate.quad(joint, -80, 80, points=[m[i]], limit=400,
+                                         epsabs=0, epsrel=1e-13)[0]))
+    got = continuous.item_log_marginal(ann, tau, values["truth_precision"], values["intercept"],
+                                       bias=beta, coef=values["coef"], scale=sc)
+    np.testing.assert_allclose(got, out, rtol=1e-10)
+
+
 TINY_VALUES = dict(precision=np.array([1.5, 0.7, 3.0]), bias=np.array([0.3, -0.5, 0.2]),
                    truth_precision=0.4, intercept=0.6, coef=np.array([0.8, -1.1]))
 
@@ -180,7 +204,7 @@ def test_em_log_posterior_is_the_models(sim_bias, bias_model):
                                fit.attrs["log_likelihood"], rtol=1e-12)
 
 
-def _assert_map_equals_em(ann, model, map_fit=None, **options):
+def _assert_map_equals_em(ann, model, map_fit=None, lp_rtol=1e-12, **options):
     em_fit = continuous.em(ann, **options)
     assert em_fit.attrs["converged"]
     map_fit = cm.fit_map(model) if map_fit is None else map_fit  # the same item-mean start
@@ -190,7 +214,7 @@ def _assert_map_equals_em(ann, model, map_fit=None, **options):
         diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
         assert diff <= 1e-6, (name, diff)
     np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
-                               rtol=1e-12)
+                               rtol=lp_rtol)
     return em_fit, map_fit
 
 
@@ -205,6 +229,49 @@ def test_map_equals_em_with_features(sim_features, bias):
     model = continuous.build_model(sim_features, bias=bias)
     em_fit, _ = _assert_map_equals_em(sim_features, model, bias=bias)
     assert ("bias" in em_fit) == bias and "coef" in em_fit
+
+
+@pytest.fixture(scope="module")
+def sim_scale():
+    return continuous.simulate(PRECISION, bias=BIAS, scale=SCALE, n_items=300, intercept=3.0,
+                               truth_precision=0.25, labels_per_item=4,
+                               rng=np.random.default_rng(3))
+
+
+def test_map_equals_em_with_scale(sim_scale):
+    model = continuous.build_model(sim_scale, bias=True, scale=True)
+    em_fit, map_fit = _assert_map_equals_em(sim_scale, model, bias=True, scale=True,
+                                            lp_rtol=1e-10)  # L-BFGS stops 1e-8 below
+    assert em_fit.attrs["scale"] == 1
+    np.testing.assert_allclose(em_fit["scale"].values.mean(), 1.0, atol=1e-12)
+    np.testing.assert_allclose(em_fit["bias"].values.sum(), 0.0, atol=1e-10)
+    # the model's log_likelihood group holds the same per-item marginal as NumPy's
+    params = {k: em_fit[k].values[0, 0] for k in ("precision", "bias", "scale")}
+    per_item = continuous.item_log_marginal(
+        sim_scale, params["precision"], em_fit["truth_precision"].values[0, 0],
+        em_fit["intercept"].values[0, 0], bias=params["bias"], scale=params["scale"])
+    np.testing.assert_allclose(map_fit.log_likelihood["labels"].values[0, 0], per_item,
+                               rtol=1e-6)
+
+
+def test_em_recovers_scales():
+    sim = continuous.simulate(PRECISION, bias=BIAS, scale=SCALE, n_items=3000, intercept=3.0,
+                              truth_precision=0.25, labels_per_item=4,
+                              rng=np.random.default_rng(4))
+    fit = continuous.em(sim, bias=True, scale=True)
+    assert fit.attrs["converged"]
+    order = sim.truth["scale"].sel(annotator=fit.annotator).values
+    assert np.abs(fit["scale"].values[0, 0] - order).max() < 0.1
+    np.testing.assert_allclose(fit["scale_offset"].values, fit["scale"].values - 1)
+    # a scaled annotator's labels tell scale^2 * precision about the truth
+    table = continuous.experts_equivalent(fit, 10.0)
+    tau = fit["precision"].values[0, 0] * fit["scale"].values[0, 0] ** 2
+    n_j = sim.n_labels()
+    assert table.loc["crowd_precision", "mean"] == pytest.approx(tau @ n_j / n_j.sum())
+    # without scales, annotators who compress the scale look precise
+    plain = continuous.em(sim, bias=True)
+    err = [np.sqrt(np.mean((f["true_value"].values[0, 0] - sim.gold) ** 2)) for f in (fit, plain)]
+    assert err[0] < err[1]
 
 
 def test_em_recovers_simulation():
@@ -417,6 +484,10 @@ def test_bad_input(sim_bias):
         continuous.em(ann, bias=True, bias_sd=0)
     with pytest.raises(TypeError, match="bias must be True or False"):
         continuous.em(ann, bias="yes")
+    with pytest.raises(TypeError, match="scale must be True or False"):
+        continuous.em(ann, scale=1.0)
+    with pytest.raises(ValueError, match="scale_sd must be a positive number"):
+        continuous.em(ann, scale=True, scale_sd=-1)
     with pytest.raises(ValueError, match="label_scale must be a positive finite"):
         continuous.em(ann, label_scale=-1)
     with pytest.raises(ValueError, match="2 numbers \\(one per feature\\)"):
@@ -427,11 +498,15 @@ def test_bad_input(sim_bias):
                                     continuous=True)
     with pytest.raises(ValueError, match="at least two annotators"):
         continuous.em(one, bias=True)
+    with pytest.raises(ValueError, match="scale=True needs at least two annotators"):
+        continuous.em(one, scale=True)
 
 
 def test_simulate_and_report_bad_input(sim_bias):
     with pytest.raises(ValueError, match="bias must sum to zero.*bias - bias.mean\\(\\)"):
         continuous.simulate([1.0, 2.0], bias=[0.5, 0.1], n_items=5)
+    with pytest.raises(ValueError, match="scale must average 1.*scale / scale.mean\\(\\)"):
+        continuous.simulate([1.0, 2.0], scale=[0.5, 0.7], n_items=5)
     with pytest.raises(ValueError, match="bias must be 2 finite numbers"):
         continuous.simulate([1.0, 2.0], bias=[0.5, -0.5, 0.0], n_items=5)
     with pytest.raises(ValueError, match="precision must be positive"):
@@ -461,8 +536,7 @@ def test_affect_truth_tracks_expert_gold():
 
 # ---------------------------------------------------------------- slow tier
 def _nuts(model, **kwargs):
-    # start at the MAP explicitly: see the report about cm.sample's default start
-    return cm.sample(model, start=cm.fit_map(model), progressbar=False, **kwargs)
+    return cm.sample(model, progressbar=False, **kwargs)  # starts at the MAP
 
 
 @pytest.mark.slow
@@ -513,3 +587,27 @@ def test_loo_compare_ranks_the_variants(noise, best):
     assert set(order[:2]) == {"gaussian+bias", "student_t+bias"}  # the biases are found
     if noise == "student_t":
         assert order[0] == best
+
+
+@pytest.mark.slow
+def test_case_study_runs_fast():
+    import re
+    from pathlib import Path
+
+    from tests.test_case_studies import run_fast
+
+    root = Path(__file__).resolve().parents[1]
+    result = run_fast(root / "case_studies" / "continuous_affect.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = re.search(r"^RESULT affect_average_corr mean=(\d\.\d+) best=(\d\.\d+) "
+                      r"best_model=(\S+)$", result.stdout, re.MULTILINE)
+    assert found, "no RESULT affect_average_corr line"
+    mean, best = float(found.group(1)), float(found.group(2))
+    # the acceptance number, printed by the case study: the plain mean's average r is
+    # 0.712 and no variant beats it on this data (best 0.70, see the case study)
+    assert mean == pytest.approx(0.7119, abs=1e-3)
+    assert 0.6 < best < mean + 0.02
+    assert re.search(r"^RESULT affect_loo_best valence \S+$", result.stdout, re.MULTILINE)
+    figures = root / "case_studies" / "figures" / "continuous_affect"
+    for name in ("correlation_by_emotion.png", "snow_curve.png", "workers_valence.png"):
+        assert (figures / name).stat().st_size > 10_000

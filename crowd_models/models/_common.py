@@ -200,6 +200,16 @@ def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None
     return xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
 
 
+def zerosum_normal_logpdf(x, sd) -> float:
+    """PyMC's ZeroSumNormal log density, zero sum over the last axis (no Jacobian);
+    0 for ``sd = inf`` (a flat zero-sum prior)."""
+    if not np.isfinite(sd):
+        return 0.0
+    x = np.asarray(x, dtype=float)
+    dof = x.size / x.shape[-1] * (x.shape[-1] - 1)
+    return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * np.log(2 * np.pi)) * dof)
+
+
 def check_positive_precision(value, name: str):
     arr = np.asarray(value, dtype=float)
     if np.any(~np.isfinite(arr)) or np.any(arr < 0):

@@ -30,6 +30,20 @@ Options beyond the paper (keywords of :func:`build_model`):
   (``pm.ZeroSumNormal``; unweighted by the numbers of labels), so the truth
   sits on the scale of the *average annotator*, and ``intercept`` is the mean
   truth, not the mean label of the most active annotators.
+* ``scale=True``: a per-annotator multiplicative ``scale`` (annotators use
+  the scale differently: one stretches it, another compresses it towards a
+  point): ``y_ij ~ N(bias_j + scale_j * y_i, 1 / precision_j)``. The scales
+  average 1 (``scale = 1 + scale_offset``, ``scale_offset ~
+  ZeroSumNormal(scale_sd)``, default 0.5), which with the zero-sum biases
+  pins the truth's location and unit to the average annotator and rules out
+  the sign flip. The marginal stays closed form (an annotator's label adds
+  ``scale_j**2 * precision_j`` to the truth's precision), and :func:`em`
+  updates (bias_j, scale_j) jointly, a 2 x 2 weighted least-squares problem
+  per annotator under both constraints. Why: a precision-only model takes an
+  annotator who answers near one value for everything (e.g. 0 on a 0..100
+  scale where most items are near 0) for a precise one; with a scale that
+  annotator gets a scale near 0 and little weight. No random effects: MAP =
+  EM as for the other Gaussian variants.
 * ``noise="student_t"``: heavy-tailed annotator noise, ``y_ij ~
   t_nu(y_i + bias_j, scale 1 / sqrt(precision_j))``, so one wild label does
   not drag the truth. The marginal likelihood is then a one-dimensional
@@ -107,6 +121,7 @@ from crowd_models import _dims as D
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
+from crowd_models.report import _check_ci_prob, _summarise_draws
 
 __all__ = [
     "build_model",
@@ -126,6 +141,7 @@ DEFAULT_PRIORS = dict(
     precision_prior=(2.0, 0.1),
     truth_precision_prior=(2.0, 0.1),
     bias_sd=1.0,
+    scale_sd=0.5,
     coef_precision=1.0,
     intercept_precision=0.01,
 )
@@ -136,6 +152,7 @@ FLAT_PRIORS = dict(
     precision_prior=(1.0, 0.0),
     truth_precision_prior=(1.0, 0.0),
     bias_sd=np.inf,
+    scale_sd=np.inf,
     coef_precision=0.0,
     intercept_precision=0.0,
 )
@@ -152,6 +169,8 @@ _LOG_2PI = np.log(2 * np.pi)
 _DIMS = {
     "precision": (D.ANNOTATOR,),
     "bias": (D.ANNOTATOR,),
+    "scale_offset": (D.ANNOTATOR,),
+    "scale": (D.ANNOTATOR,),
     "coef": (D.FEATURE,),
     "intercept": (),
     "truth_precision": (),
@@ -247,10 +266,25 @@ def _precision_vector(value, name: str, size: int) -> np.ndarray:
     return arr
 
 
+def _zero_sum_sd(value, name: str, n_annotators: int, constraint: str) -> float:
+    """Prior sd of a per-annotator offset constrained over annotators."""
+    if n_annotators < 2:
+        raise ValueError(f"{name}=True needs at least two annotators ({constraint}).")
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not (
+            value > 0):
+        raise ValueError(
+            f"{name}_sd must be a positive number (np.inf for a flat prior; {constraint}), got "
+            f"{value!r}.")
+    return float(value)
+
+
 def _priors(ann: Annotations, *, bias: bool, precision_prior, truth_precision_prior, bias_sd,
-            coef_precision, intercept_precision, label_scale) -> dict:
-    if not isinstance(bias, bool | np.bool_):
-        raise TypeError(f"bias must be True or False, got {bias!r}.")
+            coef_precision, intercept_precision, label_scale, scale: bool = False,
+            scale_sd=DEFAULT_PRIORS["scale_sd"]) -> dict:
+    annotator_scale = scale  # below, ``scale`` is the label scale
+    for name, flag in (("bias", bias), ("scale", annotator_scale)):
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{name} must be True or False, got {flag!r}.")
     labels = ann.labels.astype(float)
     if label_scale is None:
         scale = float(np.std(labels))
@@ -269,20 +303,16 @@ def _priors(ann: Annotations, *, bias: bool, precision_prior, truth_precision_pr
             )
         scale = float(scale)
     J = ann.n_annotators
-    p = {"scale": scale, "center": float(labels.mean()), "bias": bool(bias)}
+    p = {"scale": scale, "center": float(labels.mean()), "bias": bool(bias),
+         "annotator_scale": bool(annotator_scale)}
     p["tau_a"], p["tau_b"], p["tau_flat"] = _gamma_prior(precision_prior, "precision_prior",
                                                          J, scale)
     a, b, flat = _gamma_prior(truth_precision_prior, "truth_precision_prior", None, scale)
     p["gamma_a"], p["gamma_b"], p["gamma_flat"] = float(a), float(b), flat
     if bias:
-        if J < 2:
-            raise ValueError("bias=True needs at least two annotators (the biases sum to zero).")
-        if isinstance(bias_sd, bool) or not isinstance(bias_sd, int | float | np.number) or not (
-                bias_sd > 0):
-            raise ValueError(
-                f"bias_sd must be a positive number (np.inf for a flat sum-to-zero prior), got "
-                f"{bias_sd!r}.")
-        p["bias_sd"] = float(bias_sd) * scale
+        p["bias_sd"] = _zero_sum_sd(bias_sd, "bias", J, "the biases sum to zero") * scale
+    if annotator_scale:
+        p["scale_sd"] = _zero_sum_sd(scale_sd, "scale", J, "the scales average 1")
     if ann.features is not None:
         p["coef_prec"] = _precision_vector(coef_precision, "coef_precision",
                                            ann.n_features) / scale ** 2
@@ -307,11 +337,12 @@ def _items_np(ann: Annotations, params: dict):
     tau = np.asarray(params["precision"], dtype=float)[j]
     gamma = float(params["truth_precision"])
     m = _regression_mean(params, ann.features, n)
-    r = ann.labels - m[i]
+    sc = np.asarray(params.get("scale", np.ones(ann.n_annotators)), dtype=float)[j]
+    r = ann.labels - sc * m[i]
     if "bias" in params:
         r = r - np.asarray(params["bias"], dtype=float)[j]
-    A = gamma + np.bincount(i, weights=tau, minlength=n)
-    S = np.bincount(i, weights=tau * r, minlength=n)
+    A = gamma + np.bincount(i, weights=tau * sc ** 2, minlength=n)
+    S = np.bincount(i, weights=tau * sc * r, minlength=n)
     Q = np.bincount(i, weights=0.5 * np.log(tau) - 0.5 * tau * r ** 2, minlength=n)
     n_i = np.bincount(i, minlength=n)
     loglik = Q + 0.5 * np.log(gamma) - 0.5 * np.log(A) + 0.5 * S ** 2 / A - 0.5 * n_i * _LOG_2PI
@@ -319,13 +350,14 @@ def _items_np(ann: Annotations, params: dict):
 
 
 def item_log_marginal(annotations: Annotations, precision, truth_precision, intercept, *,
-                      bias=None, coef=None) -> np.ndarray:
+                      bias=None, coef=None, scale=None) -> np.ndarray:
     """Each item's log marginal likelihood under Gaussian noise (NumPy).
 
     ``log p(labels of item i) = sum_j [log N(r_ij; 0, 1/tau_j)] + 1/2 log gamma
-    - 1/2 log A_i + 1/2 (sum_j tau_j r_ij)^2 / A_i + 1/2 log 2 pi`` summed
-    per item, with ``r_ij = y_ij - bias_j - (coef . x_i + intercept)`` and
-    ``A_i = gamma + sum_j tau_j`` over the item's labels (repeats counted).
+    - 1/2 log A_i + 1/2 (sum_j tau_j s_j r_ij)^2 / A_i + 1/2 log 2 pi`` summed
+    per item, with ``r_ij = y_ij - bias_j - s_j (coef . x_i + intercept)``,
+    ``A_i = gamma + sum_j s_j^2 tau_j`` over the item's labels (repeats
+    counted) and ``s_j`` the annotator's ``scale`` (1 without).
     """
     _require_continuous(annotations)
     params = {"precision": np.broadcast_to(np.asarray(precision, dtype=float),
@@ -333,6 +365,8 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
               "truth_precision": truth_precision, "intercept": intercept}
     if bias is not None:
         params["bias"] = bias
+    if scale is not None:
+        params["scale"] = scale
     if annotations.features is not None:
         if coef is None:
             raise ValueError("these annotations have features: give coef.")
@@ -341,50 +375,67 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
 
 
 # --------------------------------------------------- the item marginal, PyTensor
+def _long_table_data(ann: Annotations) -> dict:
+    """The long table as ``pm.Data`` (dims annotation): ``item_idx``,
+    ``annotator_idx`` and the float ``label_value``, plus the model's symbolic
+    item count. As data rather than graph constants they keep the compiled code
+    independent of the data set (the convention of ``_common.long_table_data``,
+    whose ``label_idx`` holds class codes)."""
+    model = pm.modelcontext(None)
+    data = {name: pm.Data(name, values, dims=D.ANNOTATION)
+            for name, values in (("item_idx", ann.item_idx),
+                                 ("annotator_idx", ann.annotator_idx),
+                                 ("label_value", ann.labels.astype(float)))}
+    data["n_items"] = model.dim_lengths[D.ITEM]
+    return data
+
+
 def _scatter(values, idx, n):
     return pt.zeros(n)[idx].inc(values)
 
 
-def _gaussian_items_pt(ann: Annotations, tau, bias, m, gamma):
+def _gaussian_items_pt(data: dict, tau, bias, m, gamma, scale=None):
     """Per-item log marginal likelihood, posterior mean and sd of y_i (Gaussian noise)."""
-    n, i, j = ann.n_items, ann.item_idx, ann.annotator_idx
+    n, i, j = data["n_items"], data["item_idx"], data["annotator_idx"]
     tau_r = tau[j]
-    r = ann.labels - m[i]
+    sc = 1.0 if scale is None else scale[j]
+    r = data["label_value"] - sc * m[i]
     if bias is not None:
         r = r - bias[j]
-    A = gamma + _scatter(tau_r, i, n)
-    S = _scatter(tau_r * r, i, n)
-    Q = _scatter(0.5 * pt.log(tau_r) - 0.5 * tau_r * r ** 2, i, n)
-    n_i = np.bincount(i, minlength=n)
-    loglik = Q + 0.5 * pt.log(gamma) - 0.5 * pt.log(A) + 0.5 * S ** 2 / A - 0.5 * n_i * _LOG_2PI
+    A = gamma + _scatter(tau_r * sc ** 2, i, n)
+    S = _scatter(tau_r * sc * r, i, n)
+    Q = _scatter(0.5 * pt.log(tau_r) - 0.5 * tau_r * r ** 2 - 0.5 * _LOG_2PI, i, n)
+    loglik = Q + 0.5 * pt.log(gamma) - 0.5 * pt.log(A) + 0.5 * S ** 2 / A
     return loglik, m + S / A, 1.0 / pt.sqrt(A)
 
 
-def _student_t_items_pt(ann: Annotations, tau, bias, m, gamma, nu: float, n_nodes: int):
+def _student_t_items_pt(data: dict, tau, bias, m, gamma, nu: float, n_nodes: int, scale=None):
     """Student-t noise: the same three quantities by adaptive Gauss-Hermite quadrature.
 
     With debiased labels d_ij = y_ij - bias_j, the integrand over u = y_i is
-    N(u; m_i, 1/gamma) prod_j t_nu(d_ij; u, 1/sqrt(tau_j)). Its mode is found
-    by reweighted least squares (weights (nu + 1) / (nu + tau r^2), started at
-    the Gaussian posterior mean); the nodes are c_i + sqrt(2) s_i x_k with
-    s_i = 1.5 / sqrt(gamma + sum_j w_ij tau_j), and
+    N(u; m_i, 1/gamma) prod_j t_nu(d_ij; a_j u, 1/sqrt(tau_j)), a_j the
+    annotator's scale (1 without). Its mode is found by reweighted least
+    squares (weights (nu + 1) / (nu + tau r^2), started at the Gaussian
+    posterior mean); the nodes are c_i + sqrt(2) s_i x_k with
+    s_i = 1.5 / sqrt(gamma + sum_j w_ij a_j^2 tau_j), and
     integral = sqrt(2) s_i sum_k w_k exp(x_k^2) integrand(node_k).
     """
-    n, i, j = ann.n_items, ann.item_idx, ann.annotator_idx
+    n, i, j = data["n_items"], data["item_idx"], data["annotator_idx"]
     tau_r = tau[j]
-    d = ann.labels if bias is None else ann.labels - bias[j]
-    A = gamma + _scatter(tau_r, i, n)
-    center = (gamma * m + _scatter(tau_r * d, i, n)) / A
+    d = data["label_value"] if bias is None else data["label_value"] - bias[j]
+    sc = 1.0 if scale is None else scale[j]
+    A = gamma + _scatter(tau_r * sc ** 2, i, n)
+    center = (gamma * m + _scatter(tau_r * sc * d, i, n)) / A
     for _ in range(_IRLS_STEPS):
-        r = d - center[i]
+        r = d - sc * center[i]
         w = (nu + 1) / (nu + tau_r * r ** 2)
-        A = gamma + _scatter(w * tau_r, i, n)
-        center = (gamma * m + _scatter(w * tau_r * d, i, n)) / A
+        A = gamma + _scatter(w * tau_r * sc ** 2, i, n)
+        center = (gamma * m + _scatter(w * tau_r * sc * d, i, n)) / A
     x, wk = np.polynomial.hermite.hermgauss(n_nodes)
     s = _QUADRATURE_WIDTH / pt.sqrt(A)
     nodes = center[:, None] + np.sqrt(2.0) * s[:, None] * x[None, :]  # (item, node)
     const = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
-    resid = d[:, None] - nodes[i]  # (annotation, node)
+    resid = d[:, None] - (nodes[i] if scale is None else sc[:, None] * nodes[i])
     log_t = (const + 0.5 * pt.log(tau_r)[:, None]
              - (nu + 1) / 2 * pt.log1p(tau_r[:, None] * resid ** 2 / nu))
     terms = (pt.zeros((n, n_nodes))[i].inc(log_t)
@@ -420,9 +471,10 @@ def _add_item_likelihood(ann: Annotations, loglik, mean, sd) -> None:
 def _m_step(ann: Annotations, mean, var, pri: dict, previous: dict) -> dict:
     """Conditional maximisation of the expected complete-data log posterior.
 
-    Precisions (given the previous biases), then biases (given the new
-    precisions), then the regression (given the previous truth_precision), then
-    truth_precision: each block in closed form with its prior (no Jacobian), so
+    Precisions (given the previous biases and scales), then biases and scales
+    jointly (given the new precisions), then the regression (given the previous
+    truth_precision), then truth_precision: each block in closed form with its
+    prior (no Jacobian), so
     every step raises the objective (ECM, Meng & Rubin 1993) and the fixed
     points are those of the marginal posterior.
     """
@@ -430,11 +482,14 @@ def _m_step(ann: Annotations, mean, var, pri: dict, previous: dict) -> dict:
     J, n = ann.n_annotators, ann.n_items
     n_j = np.bincount(j, minlength=J)
     beta = previous.get("bias", np.zeros(J)) if pri["bias"] else np.zeros(J)
-    resid = y - beta[j] - mean[i]
-    ss = np.bincount(j, weights=resid ** 2 + var[i], minlength=J)
+    sc = previous.get("scale", np.ones(J)) if pri["annotator_scale"] else np.ones(J)
+    resid = y - beta[j] - sc[j] * mean[i]
+    ss = np.bincount(j, weights=resid ** 2 + sc[j] ** 2 * var[i], minlength=J)
     tau = (pri["tau_a"] - 1 + n_j / 2) / (pri["tau_b"] + ss / 2)
     params = {"precision": tau}
-    if pri["bias"]:
+    if pri["annotator_scale"]:
+        params.update(_bias_scale_step(ann, mean, var, tau, pri))
+    elif pri["bias"]:
         s_j = np.bincount(j, weights=y - mean[i], minlength=J)
         denom = tau * n_j + 1 / pri["bias_sd"] ** 2
         lagrange = np.sum(tau * s_j / denom) / np.sum(1 / denom)
@@ -455,6 +510,46 @@ def _m_step(ann: Annotations, mean, var, pri: dict, previous: dict) -> dict:
     dev = np.sum((mean - m) ** 2 + var)
     params["truth_precision"] = (pri["gamma_a"] - 1 + n / 2) / (pri["gamma_b"] + dev / 2)
     return params
+
+
+def _bias_scale_step(ann: Annotations, mean, var, tau, pri: dict) -> dict:
+    """Scales (and biases) maximising the expected complete-data log posterior.
+
+    Per annotator the objective is a concave quadratic in theta_j = (bias_j,
+    scale_j) (or scale_j alone), -1/2 theta_j' H_j theta_j + g_j' theta_j, with
+    H_j = tau_j [[n_j, sum mu], [sum mu, sum (mu^2 + v)]] + prior precisions and
+    g_j = tau_j [sum y, sum y mu] + [0, 1 / scale_sd^2]; the constraints
+    sum_j bias_j = 0 and sum_j scale_j = J enter through one Lagrange
+    multiplier vector: theta_j = H_j^-1 (g_j - lambda).
+    """
+    y, i, j = ann.labels, ann.item_idx, ann.annotator_idx
+    J = ann.n_annotators
+    mu = mean[i]
+    sums = {"n": np.bincount(j, minlength=J).astype(float),
+            "m": np.bincount(j, weights=mu, minlength=J),
+            "mm": np.bincount(j, weights=mu ** 2 + var[i], minlength=J),
+            "y": np.bincount(j, weights=y, minlength=J),
+            "ym": np.bincount(j, weights=y * mu, minlength=J)}
+    scale_prec = 1 / pri["scale_sd"] ** 2
+    if pri["bias"]:
+        H = np.empty((J, 2, 2))
+        H[:, 0, 0] = tau * sums["n"] + 1 / pri["bias_sd"] ** 2
+        H[:, 0, 1] = H[:, 1, 0] = tau * sums["m"]
+        H[:, 1, 1] = tau * sums["mm"] + scale_prec
+        g = np.stack([tau * sums["y"], tau * sums["ym"] + scale_prec], axis=1)
+        target = np.array([0.0, J])
+    else:
+        H = (tau * sums["mm"] + scale_prec)[:, None, None]
+        g = (tau * sums["ym"] + scale_prec)[:, None]
+        target = np.array([float(J)])
+    H_inv = np.linalg.inv(H)
+    lagrange = np.linalg.solve(H_inv.sum(axis=0),
+                               np.einsum("jab,jb->a", H_inv, g) - target)
+    theta = np.einsum("jab,jb->ja", H_inv, g - lagrange)
+    out = {"scale": theta[:, -1], "scale_offset": theta[:, -1] - 1.0}
+    if pri["bias"]:
+        out["bias"] = theta[:, 0]
+    return out
 
 
 def _start(ann: Annotations, pri: dict) -> dict:
@@ -488,20 +583,14 @@ def _normal_logpdf(x, mu, precision) -> float:
                         - 0.5 * precision * (x - mu) ** 2))
 
 
-def _zerosum_normal_logpdf(x, sd: float) -> float:
-    """PyMC's ZeroSumNormal log density over one zero-sum axis (0 when flat)."""
-    if not np.isfinite(sd):
-        return 0.0
-    x = np.asarray(x, dtype=float)
-    return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * _LOG_2PI) * (x.size - 1))
-
-
 def _log_prior(params: dict, pri: dict) -> float:
     lp = _gamma_logpdf_nojac(params["precision"], pri["tau_a"], pri["tau_b"], pri["tau_flat"])
     lp += _gamma_logpdf_nojac(params["truth_precision"], pri["gamma_a"], pri["gamma_b"],
                               pri["gamma_flat"])
     if "bias" in params:
-        lp += _zerosum_normal_logpdf(params["bias"], pri["bias_sd"])
+        lp += C.zerosum_normal_logpdf(params["bias"], pri["bias_sd"])
+    if "scale_offset" in params:
+        lp += C.zerosum_normal_logpdf(params["scale_offset"], pri["scale_sd"])
     if "coef" in params:
         lp += _normal_logpdf(params["coef"], 0.0, pri["coef_prec"])
     lp += _normal_logpdf(params["intercept"], pri["center"], pri["intercept_prec"])
@@ -514,6 +603,8 @@ def _change(new: dict, old: dict, scale: float) -> float:
              for k in ("precision", "truth_precision")]
     moves += [np.max(np.abs(np.asarray(new[k]) - np.asarray(old[k]))) / scale
               for k in ("bias", "coef", "intercept") if k in new]
+    if "scale" in new:
+        moves.append(np.max(np.abs(new["scale"] - old.get("scale", 1.0))))
     return float(max(moves))
 
 
@@ -522,11 +613,13 @@ def build_model(
     annotations: Annotations,
     *,
     bias: bool = False,
+    scale: bool = False,
     noise: str = "gaussian",
     nu: float = 4.0,
     precision_prior=DEFAULT_PRIORS["precision_prior"],
     truth_precision_prior=DEFAULT_PRIORS["truth_precision_prior"],
     bias_sd=DEFAULT_PRIORS["bias_sd"],
+    scale_sd=DEFAULT_PRIORS["scale_sd"],
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
     label_scale: float | None = None,
@@ -540,6 +633,9 @@ def build_model(
         with features, the truth is a linear regression on them.
     bias : bool
         Add a per-annotator additive ``bias`` (sum-to-zero over annotators).
+    scale : bool
+        Add a per-annotator multiplicative ``scale`` (averaging 1 over
+        annotators): annotator j reports ``bias_j + scale_j * y_i`` plus noise.
     noise : "gaussian" or "student_t"
         Annotator noise. Student-t uses ``nu`` degrees of freedom (fixed) and
         ``quadrature_nodes`` Gauss-Hermite nodes per item.
@@ -548,6 +644,8 @@ def build_model(
         arrays over annotators.
     bias_sd : positive number, prior sd of the biases in ``label_scale`` units
         (``np.inf``: flat).
+    scale_sd : positive number, prior sd of the scales around 1 (unit-free;
+        ``np.inf``: flat).
     coef_precision : number or (feature,), Gaussian prior precision of
         ``coef / label_scale``; 0 = flat.
     intercept_precision : number, Gaussian prior precision of
@@ -555,11 +653,13 @@ def build_model(
     label_scale : positive number or None (the sd of all labels).
 
     Variables: ``precision`` (annotator), ``bias`` (annotator, with
-    ``bias=True``), ``coef`` (feature) with features, ``intercept``,
-    ``truth_precision``; deterministic ``true_value`` and ``true_value_sd``
+    ``bias=True``), ``scale_offset`` and the deterministic ``scale`` = 1 +
+    ``scale_offset`` (annotator, with ``scale=True``), ``coef`` (feature) with
+    features, ``intercept``, ``truth_precision``; deterministic ``true_value`` and ``true_value_sd``
     (item), the posterior mean and sd of each item's true value given the
     parameters; observed ``labels`` (item), whose log-density is each item's
-    marginal log-likelihood; data ``n_labels`` (annotator).
+    marginal log-likelihood; data ``n_labels`` (annotator) and the long table
+    ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
     ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
     """
     _require_continuous(annotations)
@@ -570,10 +670,10 @@ def build_model(
     pri = _priors(annotations, bias=bias, precision_prior=precision_prior,
                   truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
                   coef_precision=coef_precision, intercept_precision=intercept_precision,
-                  label_scale=label_scale)
+                  label_scale=label_scale, scale=scale, scale_sd=scale_sd)
     start = _start(annotations, pri)
-    n = annotations.n_items
     with pm.Model(coords=annotations.coords()) as model:
+        data = _long_table_data(annotations)
         if pri["tau_flat"]:
             tau = pm.HalfFlat("precision", dims=D.ANNOTATOR)
         else:
@@ -584,13 +684,21 @@ def build_model(
                 beta = pm.ZeroSumNormal("bias", sigma=pri["bias_sd"], dims=D.ANNOTATOR)
             else:
                 beta = pm.Flat("bias", dims=D.ANNOTATOR, transform=ZeroSumTransform([-1]))
+        sc = None
+        if scale:
+            if np.isfinite(pri["scale_sd"]):
+                offset = pm.ZeroSumNormal("scale_offset", sigma=pri["scale_sd"], dims=D.ANNOTATOR)
+            else:
+                offset = pm.Flat("scale_offset", dims=D.ANNOTATOR,
+                                 transform=ZeroSumTransform([-1]))
+            sc = pm.Deterministic("scale", 1.0 + offset, dims=D.ANNOTATOR)
         if pri["intercept_prec"] == 0:
             intercept = pm.Flat("intercept")
         else:
             intercept = pm.Normal("intercept", pri["center"],
                                   sigma=1 / np.sqrt(pri["intercept_prec"]))
         if annotations.features is None:
-            m = pt.zeros(n) + intercept
+            m = pt.zeros(data["n_items"]) + intercept
         else:
             X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
             if np.all(pri["coef_prec"] == 0):
@@ -604,12 +712,12 @@ def build_model(
         else:
             gamma = pm.Gamma("truth_precision", alpha=pri["gamma_a"], beta=pri["gamma_b"])
         if noise == "gaussian":
-            items = _gaussian_items_pt(annotations, tau, beta, m, gamma)
+            items = _gaussian_items_pt(data, tau, beta, m, gamma, sc)
         else:
-            items = _student_t_items_pt(annotations, tau, beta, m, gamma, nu,
-                                        int(quadrature_nodes))
+            items = _student_t_items_pt(data, tau, beta, m, gamma, nu, int(quadrature_nodes),
+                                        sc)
         _add_item_likelihood(annotations, *items)
-    model.crowd_start = start
+    model.crowd_start = {k: v for k, v in start.items() if k != "scale"}  # free variables only
     return model
 
 
@@ -618,10 +726,12 @@ def em(
     annotations: Annotations,
     *,
     bias: bool = False,
+    scale: bool = False,
     noise: str = "gaussian",
     precision_prior=DEFAULT_PRIORS["precision_prior"],
     truth_precision_prior=DEFAULT_PRIORS["truth_precision_prior"],
     bias_sd=DEFAULT_PRIORS["bias_sd"],
+    scale_sd=DEFAULT_PRIORS["scale_sd"],
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
     label_scale: float | None = None,
@@ -634,8 +744,10 @@ def em(
     with precision ``A_i = truth_precision + sum_j precision_j`` and mean
     ``(truth_precision m_i + sum_j precision_j (y_ij - bias_j)) / A_i``.
     M-step, each block in closed form with its prior: precisions
-    ``(a - 1 + n_j/2) / (b + 1/2 sum_i E[(y_ij - bias_j - y_i)^2])``; biases,
-    the sum-to-zero constrained maximiser (a Lagrange multiplier); the
+    ``(a - 1 + n_j/2) / (b + 1/2 sum_i E[(y_ij - bias_j - scale_j y_i)^2])``;
+    biases (and scales, jointly: a 2 x 2 weighted least-squares problem per
+    annotator), the constrained maximiser (biases sum to 0, scales to the
+    number of annotators; a Lagrange multiplier); the
     regression by weighted least squares with its Gaussian prior (the common
     mean without features); ``truth_precision`` like the precisions. Starts
     from the item means (see the module docstring) and iterates until no
@@ -643,13 +755,16 @@ def em(
     ``label_scale`` units). ``noise="student_t"`` has no EM.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
-    ``precision``, ``bias`` (with ``bias=True``), ``coef`` (with features),
+    ``precision``, ``bias`` (with ``bias=True``), ``scale_offset`` and
+    ``scale`` (with ``scale=True``), ``coef`` (with features),
     ``intercept``, ``truth_precision``, ``true_value``, ``true_value_sd``; and
     ``n_labels`` and the conditional Gamma posterior of each precision given
     the final E-step, ``precision_alpha``/``precision_beta`` (its mode is the
-    estimate). ``attrs`` hold ``log_posterior`` (the quantity ``find_MAP``
-    maximises: ``model.logp(jacobian=False)``), ``log_likelihood``,
-    ``n_iter``, ``converged`` and ``label_scale``.
+    estimate); with biases, ``bias_conditional_sd``, the sd of each bias's
+    Gaussian conditional posterior given the precisions and the final E-step
+    (ignoring the sum-to-zero constraint). ``attrs`` hold ``log_posterior``
+    (the quantity ``find_MAP`` maximises: ``model.logp(jacobian=False)``),
+    ``log_likelihood``, ``n_iter``, ``converged`` and ``label_scale``.
     """
     _require_continuous(annotations)
     _check_noise(noise, 4.0)
@@ -663,7 +778,7 @@ def em(
     pri = _priors(annotations, bias=bias, precision_prior=precision_prior,
                   truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
                   coef_precision=coef_precision, intercept_precision=intercept_precision,
-                  label_scale=label_scale)
+                  label_scale=label_scale, scale=scale, scale_sd=scale_sd)
     params = _start(annotations, pri)
     n_iter, converged = 0, False
     while n_iter < max_iter:
@@ -685,19 +800,25 @@ def em(
     loglik = float(item_ll.sum())
     j = annotations.annotator_idx
     beta = params.get("bias", np.zeros(annotations.n_annotators))
-    resid = annotations.labels - beta[j] - mean[annotations.item_idx]
-    ss = np.bincount(j, weights=resid ** 2 + var[annotations.item_idx],
+    sc = params.get("scale", np.ones(annotations.n_annotators))
+    resid = annotations.labels - beta[j] - sc[j] * mean[annotations.item_idx]
+    ss = np.bincount(j, weights=resid ** 2 + sc[j] ** 2 * var[annotations.item_idx],
                      minlength=annotations.n_annotators)
     extra = {
         "n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
         "precision_alpha": ((D.ANNOTATOR,), pri["tau_a"] + annotations.n_labels() / 2),
         "precision_beta": ((D.ANNOTATOR,), pri["tau_b"] + ss / 2),
     }
+    if bias:
+        prior_prec = 1 / pri["bias_sd"] ** 2
+        extra["bias_conditional_sd"] = ((D.ANNOTATOR,), 1 / np.sqrt(
+            params["precision"] * annotations.n_labels() + prior_prec))
     return C.em_dataset(
         annotations, {**params, "true_value": mean, "true_value_sd": np.sqrt(var)}, _DIMS,
         extra=extra,
         attrs={
-            "family": "continuous", "noise": noise, "bias": int(bool(bias)), "method": "em",
+            "family": "continuous", "noise": noise, "bias": int(bool(bias)),
+            "scale": int(bool(scale)), "method": "em",
             "log_likelihood": loglik, "log_posterior": loglik + _log_prior(params, pri),
             "n_iter": n_iter, "converged": int(converged), "label_scale": pri["scale"],
         },
@@ -718,6 +839,7 @@ def simulate(
     precision,
     *,
     bias=None,
+    scale=None,
     n_items: int | None = None,
     features=None,
     n_features: int = 0,
@@ -736,8 +858,9 @@ def simulate(
     ``N(coef . x_i + intercept, 1 / truth_precision)`` with features
     (``features`` given, or ``n_features`` standard-normal ones; ``coef``
     drawn N(0, 1) if not given), else ``N(intercept, 1 / truth_precision)``.
-    Annotator j adds ``bias[j]`` (which must sum to zero, the model's
-    identifiability constraint) and noise of precision ``precision[j]``:
+    Annotator j reports ``bias[j] + scale[j] * y_i`` (the biases must sum to
+    zero and the scales average 1, the model's identifiability constraints;
+    defaults 0 and 1) plus noise of precision ``precision[j]``:
     Gaussian, or Student-t with ``nu`` degrees of freedom and scale
     ``1 / sqrt(precision[j])``. Every annotator labels every item, or each
     item gets ``labels_per_item`` annotators drawn without replacement.
@@ -763,6 +886,18 @@ def simulate(
         truth["bias"] = ((D.ANNOTATOR,), beta)
     else:
         beta = np.zeros(J)
+    if scale is not None:
+        sc = np.asarray(scale, dtype=float)
+        if sc.shape != (J,) or np.any(~np.isfinite(sc)):
+            raise ValueError(f"scale must be {J} finite numbers, one per annotator.")
+        if abs(sc.mean() - 1) > 1e-8:
+            raise ValueError(
+                f"scale must average 1 (the model's identifiability constraint), got mean "
+                f"{sc.mean():.3g}; rescale it: scale / scale.mean()."
+            )
+        truth["scale"] = ((D.ANNOTATOR,), sc)
+    else:
+        sc = np.ones(J)
     if not (np.isfinite(truth_precision) and truth_precision > 0):
         raise ValueError(f"truth_precision must be positive, got {truth_precision!r}.")
     X = None
@@ -801,7 +936,7 @@ def simulate(
         eps = rng.standard_normal(len(item_idx))
     else:
         eps = rng.standard_t(nu, len(item_idx))
-    y = y_true[item_idx] + beta[ann_idx] + eps / np.sqrt(tau[ann_idx])
+    y = sc[ann_idx] * y_true[item_idx] + beta[ann_idx] + eps / np.sqrt(tau[ann_idx])
     return _simulated_annotations(item_idx, ann_idx, y, y_true, X, truth)
 
 
@@ -832,19 +967,10 @@ def _sample_matrix(da: xr.DataArray, dim: str) -> np.ndarray:
 
 
 def _stats(draws: np.ndarray, ci_prob: float) -> dict:
-    tail = (1 - ci_prob) / 2
+    """Mean, sd and interval of 1-D draws (NaN spreads for a single draw)."""
     if len(draws) == 1:
         return {"mean": float(draws[0]), "sd": np.nan, "lower": np.nan, "upper": np.nan}
-    return {"mean": float(draws.mean()), "sd": float(draws.std(ddof=1)),
-            "lower": float(np.quantile(draws, tail)),
-            "upper": float(np.quantile(draws, 1 - tail))}
-
-
-def _check_ci_prob(ci_prob) -> float:
-    if isinstance(ci_prob, bool) or not isinstance(ci_prob, int | float | np.number) or not (
-            0 < ci_prob < 1):
-        raise ValueError(f"ci_prob must be strictly between 0 and 1 (e.g. 0.9), got {ci_prob!r}.")
-    return float(ci_prob)
+    return {k: float(v[0]) for k, v in _summarise_draws(draws[:, None], ci_prob).items()}
 
 
 def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
@@ -937,7 +1063,9 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
     ``n * tau``. So one expert label of precision ``tau_E`` is worth
     ``tau_E / tau_crowd`` crowd labels, where ``tau_crowd`` is the precision of
     a random crowd label (the label-weighted mean precision,
-    ``sum_j n_j tau_j / sum_j n_j``).
+    ``sum_j n_j tau_j / sum_j n_j``). With annotator scales, a label of
+    annotator j tells ``scale_j**2 * tau_j`` about the truth, and that is the
+    precision averaged.
 
     Parameters
     ----------
@@ -973,6 +1101,8 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
             f"{sorted(map(str, post.data_vars))}."
         )
     tau = _sample_matrix(post["precision"], D.ANNOTATOR)
+    if "scale" in post:
+        tau = tau * _sample_matrix(post["scale"], D.ANNOTATOR) ** 2
     n_j = _labels_per_annotator(fit, post, annotations)
     crowd = tau @ n_j / n_j.sum()
     if isinstance(expert_precision, str):
