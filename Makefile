@@ -25,10 +25,10 @@ lint: .venv/.synced
 	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks
 
 benchmark: .venv/.synced
-	$(UV) run --no-sync python benchmarks/two_coin.py
+	for script in benchmarks/*.py; do $(UV) run --no-sync python $$script || exit 1; done
 
 case-studies: .venv/.synced
-	$(UV) run --no-sync python case_studies/raykar_2009.py
+	for script in case_studies/*.py; do $(UV) run --no-sync python $$script || exit 1; done
 
 clean:
 	rm -rf .venv crowd_models_demo crowd_models_report

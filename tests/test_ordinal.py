@@ -1,0 +1,331 @@
+"""The ordinal family: level validation, the cumulative model's EM = MAP, the latent
+model's marginal likelihood against brute force, simulators, NUTS recovery and the
+web-search case study."""
+
+import itertools
+import re
+
+import numpy as np
+import pandas as pd
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+import crowd_models as cm
+from crowd_models.models import ordinal
+
+CUMULATIVE = dict(  # (annotator, threshold): sens non-increasing, spec non-decreasing
+    sensitivity=[[0.95, 0.90, 0.85], [0.85, 0.80, 0.75], [0.80, 0.75, 0.70],
+                 [0.90, 0.80, 0.60], [0.75, 0.70, 0.65]],
+    specificity=[[0.80, 0.90, 0.95], [0.70, 0.80, 0.85], [0.75, 0.80, 0.85],
+                 [0.65, 0.75, 0.90], [0.70, 0.75, 0.80]],
+)
+LATENT = dict(bias=[0.6, -0.4, 0.0, 0.3, -0.5], noise=[0.4, 0.6, 1.0, 0.5, 0.8],
+              level_spacing=[0.25, 0.4, 0.35])
+
+
+def _frame(labels, classes=None):
+    df = pd.DataFrame({"item": ["a", "a", "b", "b", "c", "c"],
+                       "annotator": ["u", "v", "u", "v", "u", "v"], "label": labels})
+    return cm.Annotations.from_frame(df, classes=classes)
+
+
+@pytest.fixture(scope="module")
+def sim_cumulative():
+    return ordinal.simulate(variant="cumulative", **CUMULATIVE, n_items=300,
+                            prevalence=[0.2, 0.3, 0.3, 0.2], rng=np.random.default_rng(5))
+
+
+@pytest.fixture(scope="module")
+def cumulative_model(sim_cumulative):
+    return ordinal.build_model(sim_cumulative)
+
+
+# ------------------------------------------------------------ validation
+def test_levels_must_be_integers_one_to_k():
+    with pytest.raises(ValueError, match=r"non-integer level\(s\) \['high', 'low'\]"):
+        ordinal.em(_frame(["low", "high", "low", "low", "high", "high"]))
+    with pytest.raises(ValueError, match=r"non-integer level\(s\) \[2.5\]"):
+        ordinal.build_model(_frame([1, 2.5, 3, 1, 2.5, 3]), variant="latent")
+    with pytest.raises(ValueError, match=r"levels 1..3 in order.*outside 1..3.*Recode"):
+        ordinal.em(_frame([0, 1, 2, 0, 1, 2]))
+    with pytest.raises(ValueError, match=r"got classes \[1, 2, 4\] \(level\(s\) \[4\]"):
+        ordinal.em(_frame([1, 2, 4, 1, 2, 4]))
+    with pytest.raises(ValueError, match="levels 1..3 in order, got classes \\[3, 2, 1\\]"):
+        ordinal.em(_frame([1, 2, 3, 1, 2, 3], classes=[3, 2, 1]))
+    # a label outside the declared levels is refused when parsing
+    with pytest.raises(ValueError, match="not among the classes|not in the classes|classes"):
+        _frame([1, 2, 4, 1, 2, 3], classes=[1, 2, 3])
+    with pytest.raises(ValueError, match="continuous"):
+        ordinal.em(cm.Annotations.from_frame(pd.DataFrame(
+            {"item": [1, 2], "annotator": ["a", "b"], "label": [0.5, 1.5]}), continuous=True))
+    with pytest.raises(TypeError, match="expects an Annotations"):
+        ordinal.em(pd.DataFrame())
+    # integer-valued floats are integer levels
+    ann = _frame([1.0, 2.0, 3.0, 1.0, 2.0, 3.0])
+    assert ordinal.em(ann).sizes["threshold"] == 2
+
+
+def test_prior_and_option_messages():
+    ann = _frame([1, 2, 3, 1, 2, 3])
+    with pytest.raises(ValueError, match="variant='nope' is not one of"):
+        ordinal.build_model(ann, variant="nope")
+    with pytest.raises(ValueError, match="link='cloglog' is not one of"):
+        ordinal.build_model(ann, variant="latent", link="cloglog")
+    with pytest.raises(ValueError, match="no EM: use cm.fit_map"):
+        ordinal.em(ann, variant="latent")
+    with pytest.raises(ValueError, match="a >= 1 and b >= 1"):
+        ordinal.em(ann, sensitivity_prior=(0.5, 2))
+    with pytest.raises(TypeError, match="pair \\(a, b\\)"):
+        ordinal.em(ann, specificity_prior=3.0)
+    with pytest.raises(ValueError, match="must broadcast to \\(2, 2\\)"):
+        ordinal.em(ann, sensitivity_prior=([2, 3, 4], 2))
+    # per-threshold priors broadcast
+    fit = ordinal.em(ann, sensitivity_prior=([3.0, 5.0], 2.0))
+    assert fit["sensitivity"].sizes["threshold"] == 2
+    with pytest.raises(ValueError, match="Dirichlet concentration of the latent"):
+        ordinal.build_model(ann, variant="latent", prevalence_prior=0.5)
+    with pytest.raises(TypeError, match="noise_prior must be a pair"):
+        ordinal.build_model(ann, variant="latent", noise_prior=2.0)
+    with pytest.raises(ValueError, match="bias_sd must be one number"):
+        ordinal.build_model(ann, variant="latent", bias_sd=[1.0, 2.0])
+    with pytest.raises(ValueError, match="spacing_prior must be"):
+        ordinal.build_model(ann, variant="latent", spacing_prior=0.5)
+    feats = ann.with_features(np.eye(3)[:, :2])
+    with pytest.raises(ValueError, match="no classifier"):
+        ordinal.build_model(feats, variant="latent")
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        ordinal.em(feats, coef_precision=-1)
+
+
+def test_simulate_messages():
+    with pytest.raises(ValueError, match="no ordinal labelling has these rates"):
+        ordinal.simulate(variant="cumulative", sensitivity=[[0.7, 0.9]],
+                         specificity=[[0.9, 0.9]], n_items=5)
+    with pytest.raises(ValueError, match="needs bias and noise"):
+        ordinal.simulate(n_items=5, n_classes=3)
+    with pytest.raises(ValueError, match="level_spacing must be"):
+        ordinal.simulate(bias=[0.0], noise=[1.0], level_spacing=[0.5, 0.6], n_items=5)
+
+
+# ------------------------------------------------------------ cumulative
+def test_class_probabilities_repair_and_counts():
+    exceed = np.array([[0.9, 0.95, 0.2],   # P(>2) > P(>1): level 2 gets -0.05
+                       [0.8, 0.5, 0.1]])
+    repaired, raw = ordinal.class_probabilities(exceed)
+    np.testing.assert_allclose(raw[0], [0.1, -0.05, 0.75, 0.2])
+    np.testing.assert_allclose(raw.sum(axis=1), 1)
+    np.testing.assert_allclose(repaired[0], np.array([0.1, 0, 0.75, 0.2]) / 1.05)
+    np.testing.assert_allclose(repaired[1], raw[1])
+    import xarray as xr
+    fit = xr.Dataset({"exceed_prob": (("chain", "draw", "item", "threshold"), exceed[None, None])})
+    counts = ordinal.negative_differences(fit)
+    assert counts["n_cells"] == 1 and counts["n_items"] == 1 and counts["share_items"] == 0.5
+    np.testing.assert_allclose(counts["most_negative"], -0.05)
+
+
+def test_em_is_k_minus_one_two_coin_ems(sim_cumulative):
+    fit = ordinal.em(sim_cumulative)
+    assert fit.attrs["converged"]
+    assert list(fit["threshold"].values) == [">1", ">2", ">3"]
+    for c in range(3):
+        binary = cm.models.two_coin.em(ordinal.binary_annotations(sim_cumulative, c))
+        np.testing.assert_allclose(fit["sensitivity"].values[0, 0, :, c],
+                                   binary["sensitivity"].values[0, 0])
+        np.testing.assert_allclose(fit["exceed_prob"].values[0, 0, :, c],
+                                   binary["item_class_prob"].values[0, 0, :, 1])
+    # EM recovers the simulated rates and the levels
+    err = np.abs(fit["sensitivity"].values[0, 0] - np.asarray(CUMULATIVE["sensitivity"]))
+    assert err.max() < 0.15
+    assert cm.report.accuracy(fit, sim_cumulative) > 0.8
+    prob = fit["item_class_prob"].values[0, 0]
+    assert np.all(prob >= 0) and np.allclose(prob.sum(axis=1), 1)
+    assert fit.attrs["negative_items"] == ordinal.negative_differences(fit)["n_items"]
+
+
+def test_map_equals_em(sim_cumulative, cumulative_model):
+    em_fit = ordinal.em(sim_cumulative)
+    map_fit = cm.fit_map(cumulative_model)  # from the same majority-vote starts
+    diffs = {name: float(np.abs(map_fit.posterior[name].values - em_fit[name].values).max())
+             for name in ("sensitivity", "specificity", "prevalence", "exceed_prob",
+                          "item_class_prob")}
+    print("MAP-EM max abs diff", diffs)
+    assert max(diffs.values()) <= 1e-6, diffs
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-10)
+    # EM's log posterior is the model's logp(jacobian=False) at the EM point
+    logp = cumulative_model.compile_logp(jacobian=False)
+    point = {f"{k}_logodds__": np.log(v / (1 - v)) for k, v in (
+        (k, em_fit[k].values[0, 0]) for k in ("sensitivity", "specificity", "prevalence"))}
+    np.testing.assert_allclose(logp(point), em_fit.attrs["log_posterior"], rtol=1e-10)
+    assert map_fit.log_likelihood["labels"].sizes["item"] == sim_cumulative.n_items
+
+
+def test_cumulative_annotator_summary(sim_cumulative):
+    table = ordinal.annotator_summary(ordinal.em(sim_cumulative), ci_prob=0.9)
+    assert table.index.names == ["annotator", "threshold"]
+    assert len(table) == 5 * 3
+    assert np.isfinite(table[["sensitivity_lower", "specificity_upper"]].values).all()
+    assert (table["sensitivity_lower"] <= table["sensitivity_mean"]).all()
+    row = table.loc[("annotator_0", ">2")]
+    assert abs(row["sensitivity_mean"] - 0.90) < 0.15
+
+
+def test_simulate_cumulative_rates(rng):
+    sim = ordinal.simulate(variant="cumulative", **CUMULATIVE, n_items=20_000, rng=rng)
+    z = sim.gold[sim.item_idx]
+    order = sim.annotators.get_indexer([f"annotator_{k}" for k in range(5)])
+    for k, j in enumerate(order):
+        rows = sim.annotator_idx == j
+        for c in range(3):
+            sens = (sim.labels[rows & (z > c)] > c).mean()
+            spec = (sim.labels[rows & (z <= c)] <= c).mean()
+            assert abs(sens - CUMULATIVE["sensitivity"][k][c]) < 0.03
+            assert abs(spec - CUMULATIVE["specificity"][k][c]) < 0.03
+    assert list(sim.classes) == [1, 2, 3, 4]
+    np.testing.assert_allclose(sim.truth["prevalence"].values, [0.75, 0.5, 0.25])
+
+
+# ------------------------------------------------------------ latent
+def test_simulate_latent_confusion(rng):
+    sim = ordinal.simulate(**LATENT, n_items=20_000, labels_per_item=3, rng=rng)
+    assert (np.bincount(sim.item_idx) == 3).all()
+    conf = sim.truth["confusion"].values
+    np.testing.assert_allclose(conf.sum(axis=-1), 1)
+    z = sim.gold[sim.item_idx]
+    j = sim.annotators.get_loc("annotator_2")
+    for k in range(4):
+        rows = (sim.annotator_idx == j) & (z == k)
+        emp = np.bincount(sim.labels[rows], minlength=4) / rows.sum()
+        np.testing.assert_allclose(emp, conf[j, k], atol=0.03)
+    # an unbiased, noiseless annotator reports the truth
+    exact = ordinal.latent_confusion([0.0], [1e-3], LATENT["level_spacing"])
+    np.testing.assert_allclose(exact[0], np.eye(4), atol=1e-9)
+
+
+def _tiny_latent():
+    # item "b" gets a repeated label from annotator "u"
+    df = pd.DataFrame({
+        "item": ["a", "a", "b", "b", "b", "c", "c", "d"],
+        "annotator": ["u", "v", "u", "u", "w", "v", "w", "u"],
+        "label": [3, 2, 1, 2, 1, 3, 3, 2],
+    })
+    return cm.Annotations.from_frame(df, classes=[1, 2, 3])
+
+
+def _unconstrained(model, values):
+    point = {}
+    for rv in model.free_RVs:
+        value_var = model.rvs_to_values[rv]
+        tr = model.rvs_to_transforms.get(rv)
+        x = np.asarray(values[rv.name], dtype=float)
+        if tr is not None:
+            x = tr.forward(pt.as_tensor(x), *rv.owner.inputs).eval()
+        point[value_var.name] = x
+    return point
+
+
+@pytest.mark.parametrize("link, guessing", [("logit", False), ("probit", True)])
+def test_latent_marginal_matches_brute_force(link, guessing):
+    ann = _tiny_latent()
+    model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing)
+    values = {"prevalence": np.array([0.2, 0.5, 0.3]), "bias": np.array([0.4, -0.1, -0.2]),
+              "noise": np.array([0.7, 1.3, 0.5]), "level_spacing": np.array([0.35, 0.65]),
+              "guess_rate": np.array([0.1, 0.3, 0.05])}
+    point = _unconstrained(model, values)
+    cdf = expit if link == "logit" else stats.norm.cdf
+    locs = 2 * np.array([0.0, 0.35, 1.0])
+    cuts = (locs[:-1] + locs[1:]) / 2
+
+    def p_label(j, k, y, guessing=guessing):
+        if guessing:
+            guess = values["guess_rate"][j]
+            return (1 - guess) * p_label(j, k, y, False) + guess / 3
+        upper = 1.0 if y == 2 else cdf((cuts[y] - locs[k] - values["bias"][j])
+                                       / values["noise"][j])
+        lower = 0.0 if y == 0 else cdf((cuts[y - 1] - locs[k] - values["bias"][j])
+                                       / values["noise"][j])
+        return upper - lower
+
+    total = 0.0
+    for z in itertools.product(range(3), repeat=ann.n_items):
+        p = np.prod(values["prevalence"][list(z)])
+        for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            p *= p_label(j, z[i], y)
+        total += p
+    # PyMC's normal log-cdf is accurate to ~1e-9 (relative), the logistic one to rounding
+    rtol = 1e-10 if link == "logit" else 1e-7
+    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    assert per_item.shape == (4,)
+    np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=rtol)
+    # the whole model, priors included, no Jacobian (what find_MAP maximises)
+    log_prior = (stats.dirichlet.logpdf(values["prevalence"], [2, 2, 2])
+                 + stats.gamma.logpdf(values["noise"], 2, scale=1).sum()
+                 + stats.dirichlet.logpdf(values["level_spacing"], [5, 5]))
+    log_prior += stats.norm.logpdf(values["bias"]).sum()
+    if guessing:
+        log_prior += stats.beta.logpdf(values["guess_rate"], 1, 4).sum()
+    np.testing.assert_allclose(model.compile_logp(jacobian=False)(point),
+                               np.log(total) + log_prior, rtol=rtol)
+    # the simulator's NumPy confusion is the same cumulative link
+    conf = ordinal.latent_confusion(values["bias"], values["noise"], values["level_spacing"],
+                                    link=link)
+    expected = [[[p_label(j, k, y, False) for y in range(3)] for k in range(3)]
+                for j in range(3)]
+    np.testing.assert_allclose(conf, expected, rtol=1e-12)
+
+
+# ------------------------------------------------------------ slow tier
+@pytest.mark.slow
+def test_nuts_recovers_the_cumulative_model(sim_cumulative, cumulative_model):
+    import arviz as az
+
+    idata = cm.sample(cumulative_model, draws=600, tune=400, chains=2, random_seed=4,
+                      progressbar=False)
+    summ = az.summary(idata, var_names=["sensitivity", "specificity", "prevalence"])
+    assert summ["r_hat"].max() <= 1.01
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    lo, hi = idata.posterior["sensitivity"].quantile([0.025, 0.975], dim=("chain", "draw"))
+    truth = sim_cumulative.truth["sensitivity"]
+    assert ((truth >= lo) & (truth <= hi)).mean() >= 0.8
+    table = ordinal.annotator_summary(idata)
+    assert np.isfinite(table["specificity_sd"]).all()
+
+
+@pytest.mark.slow
+def test_nuts_recovers_the_latent_model():
+    import arviz as az
+
+    sim = ordinal.simulate(**LATENT, n_items=300, rng=np.random.default_rng(9))
+    model = ordinal.build_model(sim, variant="latent")
+    idata = cm.sample(model, draws=1000, tune=600, chains=2, random_seed=8, progressbar=False)
+    summ = az.summary(idata, var_names=["bias", "noise", "level_spacing", "prevalence"])
+    assert summ["r_hat"].max() <= 1.01
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    covered = 0
+    for name in ("bias", "noise", "level_spacing"):
+        lo, hi = idata.posterior[name].quantile([0.025, 0.975], dim=("chain", "draw"))
+        covered += int(((sim.truth[name] >= lo) & (sim.truth[name] <= hi)).sum())
+    assert covered >= 11  # of 13 (95% intervals)
+    table = ordinal.annotator_summary(idata)
+    assert {"bias_mean", "noise_lower", "accuracy_mean"} <= set(table.columns)
+    order = table["bias_mean"].sort_values().index
+    assert list(order[[0, -1]]) == ["annotator_4", "annotator_0"]  # strictest, most lenient
+
+
+@pytest.mark.slow
+def test_case_study_web_search():
+    from tests.test_case_studies import CASE_STUDIES, run_fast
+
+    result = run_fast(CASE_STUDIES / "ordinal_relevance.py")
+    assert result.returncode == 0, (
+        f"exit status {result.returncode}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
+        f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
+    found = re.search(r"^RESULT web_search best=(\S+) acc=(\d\.\d+) mae=(\d\.\d+) "
+                      r"ds_acc=(\d\.\d+) ds_mae=(\d\.\d+)", result.stdout, re.MULTILINE)
+    assert found, "no RESULT web_search line"
+    acc, mae, ds_acc, ds_mae = map(float, found.groups()[1:])
+    assert acc >= 0.83
+    assert mae < ds_mae
+    assert 0.80 <= ds_acc <= 0.85
