@@ -118,8 +118,9 @@ def fit_map(
     by variable name is used as given. With the tight default tolerances the
     result matches the EM fixed point from the same start to ~1e-8.
 
-    ``polish=True``: when L-BFGS stops with a gradient entry above
-    :data:`POLISH_GRADIENT`, a ``trust-krylov`` Newton run continues from its
+    ``polish=True``: when L-BFGS stops with its largest gradient entry
+    between :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` (near a mode, but
+    short of it), a ``trust-krylov`` Newton run continues from its
     point, and its result is kept if it reaches a smaller gradient without
     lowering the objective (``attrs["polished"]``). Extra keyword arguments
     go to ``pm.find_MAP`` (e.g. ``method=``).
@@ -146,7 +147,9 @@ def fit_map(
     fit, result, max_grad = run(_start_point(model, start), ftol=ftol, gtol=gtol,
                                 **optimizer_kwargs)
     polished = False
-    if polish and POLISH_GRADIENT < max_grad < np.inf:
+    # polish a stop near a mode; not a run cut short on purpose (maxiter) or a
+    # stop far from any mode (that is reported below)
+    if polish and "maxiter" not in optimizer_kwargs and POLISH_GRADIENT < max_grad <= MAX_GRADIENT:
         fit2, result2, grad2 = run(_start_point(model, fit), method="trust-krylov",
                                    gtol=min(gtol, 1e-10))
         fun, fun2 = float(result["fun"]), float(result2["fun"])
