@@ -37,7 +37,11 @@ MCLUST_IRIS = {
     "EVV": (-209.45479769867, 40, -619.335007161191),
     "VVV": (-182.920848605296, 42, -576.288379562635),
 }
-REFERENCE_CSV = Path(__file__).resolve().parents[2] / "shared/reference/mclust_edda_iris.csv"
+REFERENCE_CSV = next(
+    (folder / "reference" / "mclust_edda_iris.csv"
+     for folder in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
+     if (folder / "reference" / "mclust_edda_iris.csv").exists()),
+    Path("/work/shared/reference/mclust_edda_iris.csv"))
 
 
 @pytest.fixture(scope="module")
