@@ -131,13 +131,6 @@ def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
     return p
 
 
-def _zerosum_normal_logpdf(x, sd):
-    """PyMC's ZeroSumNormal log density (zero sum over the last axis)."""
-    x = np.asarray(x)
-    dof = x.size / x.shape[-1] * (x.shape[-1] - 1)
-    return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * np.log(2 * np.pi)) * dof)
-
-
 # ----------------------------------------------------------- EM pieces
 def _one_coin_confusion(accuracy, K):
     eye = np.eye(K)
@@ -242,8 +235,8 @@ def _log_prior_params(params, pri, variant):
     if "prevalence" in params:
         lp += C.dirichlet_logpdf_nojac(params["prevalence"], pri["prevalence"])
     else:
-        lp += _zerosum_normal_logpdf(params["coef"], pri["coef_sd"])
-        lp += _zerosum_normal_logpdf(params["intercept"], pri["intercept_sd"])
+        lp += C.zerosum_normal_logpdf(params["coef"], pri["coef_sd"])
+        lp += C.zerosum_normal_logpdf(params["intercept"], pri["intercept_sd"])
     return float(lp)
 
 
