@@ -28,7 +28,7 @@ benchmark: .venv/.synced
 	for script in benchmarks/*.py; do $(UV) run --no-sync python $$script || exit 1; done
 
 case-studies: .venv/.synced
-	for script in case_studies/*.py; do $(UV) run --no-sync python $$script || exit 1; done
+	for script in case_studies/[!_]*.py; do $(UV) run --no-sync python $$script || exit 1; done
 
 clean:
 	rm -rf .venv crowd_models_demo crowd_models_report

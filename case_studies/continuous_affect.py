@@ -46,10 +46,8 @@
 # full run's are the ones to quote.
 
 # %%
-import os
 import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -58,26 +56,18 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 
 import crowd_models as cm
 from crowd_models.models import continuous
 
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 SETTINGS = dict(draws=150 if FAST else 1000, tune=150 if FAST else 1000,
                 chains=2 if FAST else 4, subsets=4 if FAST else 40)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-FIGURES = HERE / "figures" / "continuous_affect"
-FIGURES.mkdir(parents=True, exist_ok=True)
+FIGURES, save = figure_folder("continuous_affect")
 EMOTIONS = list(cm.datasets.AFFECT_EMOTIONS)
 T0 = time.perf_counter()
 print(f"mode: {'FAST' if FAST else 'full'}; settings: {SETTINGS}")
 
-
-def save(fig, name):
-    path = FIGURES / name
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    print(f"saved {path.relative_to(HERE.parent)}")
 
 
 # %% [markdown]

@@ -44,10 +44,8 @@
 # its numbers show that the code works, not what the posterior is.
 
 # %%
-import os
 import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -56,6 +54,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 from scipy.optimize import linear_sum_assignment
 from scipy.special import gammaln, softmax
 from scipy.stats import binomtest
@@ -66,7 +65,6 @@ from crowd_models.inference import posterior_of
 from crowd_models.models import dawid_skene as ds
 
 T_START = time.perf_counter()
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 SETTINGS = dict(
     tune=200 if FAST else 1000,
     draws=200 if FAST else 1000,
@@ -75,21 +73,12 @@ SETTINGS = dict(
 )
 NUTS_SEED, STARTS_SEED, TIES_SEED = 1979, 45, 2012
 
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-FIGURES = HERE / "figures" / "dawid_skene"
-FIGURES.mkdir(parents=True, exist_ok=True)
+FIGURES, save = figure_folder("dawid_skene")
 
 pd.set_option("display.width", 120)
 pd.set_option("display.max_columns", 20)
 print(f"mode: {'FAST' if FAST else 'full'}; settings: {SETTINGS}")
 
-
-def save(fig, name):
-    """Save a figure as PNG in the figure folder and close it."""
-    path = FIGURES / name
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    print(f"saved {path.relative_to(HERE.parent)}")
 
 
 def point(fit, name):

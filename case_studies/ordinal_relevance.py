@@ -39,10 +39,8 @@
 # a subset only, and the LOO chains are short.
 
 # %%
-import os
 import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -51,26 +49,20 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 
 import crowd_models as cm
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import ordinal
 
 T_START = time.perf_counter()
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 SETTINGS = dict(draws=150 if FAST else 1000, tune=150 if FAST else 1000, chains=2,
                 loo_annotators=10 if FAST else 25, loo_items=400 if FAST else None,
                 em_tol=1e-6 if FAST else 1e-10)
 SEED = 2012
-FIGURES = Path(__file__).resolve().parent / "figures" / "ordinal_relevance"
-FIGURES.mkdir(parents=True, exist_ok=True)
+FIGURES, save = figure_folder("ordinal_relevance")
 warnings.filterwarnings("ignore", category=FutureWarning)
 print(f"mode: {'FAST' if FAST else 'full'}; settings: {SETTINGS}")
-
-
-def save(fig, name):
-    fig.savefig(FIGURES / name, dpi=120, bbox_inches="tight")
-    plt.close(fig)
 
 
 # %% [markdown]

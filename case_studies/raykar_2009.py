@@ -42,10 +42,8 @@
 # numbers show that the code works, not what the posterior is.
 
 # %%
-import os
 import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -54,6 +52,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -64,7 +63,6 @@ from crowd_models.inference import posterior_of
 from crowd_models.models import two_coin
 
 T_START = time.perf_counter()
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 SETTINGS = dict(
     tune=200 if FAST else 1000,
     draws=200 if FAST else 1000,
@@ -75,21 +73,12 @@ SETTINGS = dict(
 )
 SPLIT_SEED, SIM_SEED, REPEAT_SEED, NUTS_SEED, RTE_SEED, PPC_SEED = 7, 2009, 100, 11, 3, 5
 
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-FIGURES = HERE / "figures" / "raykar_2009"
-FIGURES.mkdir(parents=True, exist_ok=True)
+FIGURES, save = figure_folder("raykar_2009")
 
 pd.set_option("display.width", 120)
 pd.set_option("display.max_columns", 20)
 print(f"mode: {'FAST' if FAST else 'full'}; settings: {SETTINGS}")
 
-
-def save(fig, name):
-    """Save a figure as PNG in the figure folder and close it."""
-    path = FIGURES / name
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    print(f"saved {path.relative_to(HERE.parent)}")
 
 
 def point(fit, name):

@@ -38,10 +38,8 @@
 # show that the code works, not the paper's precision.
 
 # %%
-import os
 import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -49,6 +47,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 from scipy.special import expit
 
 import crowd_models as cm
@@ -56,7 +55,6 @@ from crowd_models import selection
 from crowd_models.models import feature_accuracy as fa
 
 T_START = time.perf_counter()
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 S = dict(
     n_train=150 if FAST else 200,
     n_valid=150 if FAST else 200,
@@ -68,9 +66,7 @@ S = dict(
     gi_folds=3 if FAST else 5,
 )
 DENSE = 0.1  # "EM": practically unpenalised (no penalty at all diverges when d > n)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-FIGURES = HERE / "figures" / "sparse_experts"
-FIGURES.mkdir(parents=True, exist_ok=True)
+FIGURES, save = figure_folder("sparse_experts")
 warnings.filterwarnings("ignore", category=FutureWarning)
 
 

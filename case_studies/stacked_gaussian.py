@@ -39,9 +39,9 @@
 # short chains); the lesion part always runs all 50 splits (it takes seconds).
 
 # %%
-import os
 import time
 import warnings
+from importlib import resources
 from pathlib import Path
 
 import matplotlib
@@ -51,6 +51,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from _setup import FAST, figure_folder  # case_studies/_setup.py
 from scipy.special import softmax
 
 import crowd_models as cm
@@ -59,7 +60,6 @@ from crowd_models.models import dawid_skene as ds
 from crowd_models.models import stacked_gaussian as sg
 
 T_START = time.perf_counter()
-FAST = os.environ.get("CROWD_MODELS_FAST", "") == "1"
 SETTINGS = dict(
     sim_reps=2 if FAST else 50,
     sim_train=300,
@@ -68,24 +68,16 @@ SETTINGS = dict(
     nuts_draws=100 if FAST else 1000,
     n_boot=20 if FAST else 200,
 )
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-FIGURES = HERE / "figures" / "stacked_gaussian"
-FIGURES.mkdir(parents=True, exist_ok=True)
-PAPER = HERE.parent.parent / "shared" / "data" / "gi_lesions" / "paper_results"
-if not PAPER.is_dir():
-    PAPER = Path("/work/shared/data/gi_lesions/paper_results")
+FIGURES, save = figure_folder("stacked_gaussian")
+# the paper's result tables, bundled with the data
+PAPER = Path(str(resources.files("crowd_models.datasets").joinpath(
+    "data", "gi_lesions", "paper_results")))
 STRATEGIES = sg.STRATEGIES
 pd.set_option("display.width", 140)
 pd.set_option("display.max_columns", 20)
 warnings.filterwarnings("ignore", message=".*did not settle.*")
 print(f"mode: {'FAST' if FAST else 'full'}; settings: {SETTINGS}")
 
-
-def save(fig, name):
-    path = FIGURES / name
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    print(f"saved {path.relative_to(HERE.parent)}")
 
 
 def strategy_kwargs(strategy, ann, experts, rng):
