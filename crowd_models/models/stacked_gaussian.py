@@ -62,6 +62,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from crowd_models import _dims as D
+from crowd_models import edda
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 
@@ -163,47 +164,7 @@ def _as_features(X, d=None) -> np.ndarray:
 
 
 # ------------------------------------------------------------ base learners
-def _edda():
-    try:
-        from crowd_models import edda
-    except ImportError:  # the reference is developed alongside; closed forms meanwhile
-        return None
-    return edda
-
-
-def _closed_form_fit(X, y, covariance, G):
-    """Maximum likelihood for the structures with closed forms (used only when
-    :mod:`crowd_models.edda` is not available)."""
-    n, d = X.shape
-    counts = np.bincount(y, minlength=G).astype(float)
-    means = np.stack([X[y == g].mean(axis=0) for g in range(G)])
-    scatter = np.stack([(X[y == g] - means[g]).T @ (X[y == g] - means[g]) for g in range(G)])
-    if covariance == "EEE":
-        cov = np.broadcast_to(scatter.sum(0) / n, (G, d, d)).copy()
-    elif covariance == "VVV":
-        cov = scatter / counts[:, None, None]
-    elif covariance == "EII":
-        cov = np.broadcast_to(np.trace(scatter.sum(0)) / (n * d) * np.eye(d), (G, d, d)).copy()
-    elif covariance == "VII":
-        cov = np.stack([np.trace(s) / (c * d) * np.eye(d)
-                        for s, c in zip(scatter, counts, strict=True)])
-    elif covariance == "EEI":
-        cov = np.broadcast_to(np.diag(np.diag(scatter.sum(0)) / n), (G, d, d)).copy()
-    elif covariance == "VVI":
-        cov = np.stack([np.diag(np.diag(s) / c) for s, c in zip(scatter, counts, strict=True)])
-    else:
-        raise NotImplementedError(
-            f"covariance={covariance!r} needs crowd_models.edda (not installed); closed forms "
-            f"cover EII, VII, EEI, VVI, EEE and VVV.")
-    return GaussianClassifier(pd.Index(range(G)), counts / n, means, cov)
-
-
 def _fit_one(X, y, covariance, G, **edda_kwargs):
-    edda = _edda()
-    if edda is None:
-        if covariance in ("best", "EDDA") or edda_kwargs:
-            raise NotImplementedError("this needs crowd_models.edda.")
-        return _closed_form_fit(X, y, covariance, G)
     if covariance in ("best", "EDDA"):
         return edda.select_edda(X, y, classes=list(range(G)), **edda_kwargs)[0]
     return edda.fit_edda(X, y, covariance, classes=list(range(G)), **edda_kwargs)
