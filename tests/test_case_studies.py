@@ -28,21 +28,27 @@ def run_fast(script: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=1200)
 
 
-@pytest.mark.slow
-def test_raykar_2009_runs_and_the_model_beats_majority_vote_on_rte():
+def run_and_check_figures(name: str, figures: list[str]) -> subprocess.CompletedProcess:
+    """Run ``case_studies/<name>.py`` in fast mode; it must exit 0 and write each of
+    ``figures`` (non-empty, newer than the run's start) under ``figures/<name>``."""
     started = time.time()
-    result = run_fast(CASE_STUDIES / "raykar_2009.py")
+    result = run_fast(CASE_STUDIES / f"{name}.py")
     assert result.returncode == 0, (
         f"exit status {result.returncode}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
         f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
-
-    figures = CASE_STUDIES / "figures" / "raykar_2009"
-    for name in RAYKAR_FIGURES:
-        path = figures / name
-        assert path.is_file(), f"{name} was not written"
+    folder = CASE_STUDIES / "figures" / name
+    for figure in figures:
+        path = folder / figure
+        assert path.is_file(), f"{figure} was not written"
         # written by this run, not left over from an earlier one
-        assert path.stat().st_mtime >= started - 1, f"{name} is older than this run"
-        assert path.stat().st_size > 10_000, f"{name} looks empty"
+        assert path.stat().st_mtime >= started - 1, f"{figure} is older than this run"
+        assert path.stat().st_size > 10_000, f"{figure} looks empty"
+    return result
+
+
+@pytest.mark.slow
+def test_raykar_2009_runs_and_the_model_beats_majority_vote_on_rte():
+    result = run_and_check_figures("raykar_2009", RAYKAR_FIGURES)
 
     # RTE with all 10 labels per item: the two-coin EM's truth is at least as
     # accurate as majority vote (about 0.93 vs 0.90)
@@ -65,18 +71,7 @@ DAWID_SKENE_FIGURES = [
 
 @pytest.mark.slow
 def test_dawid_skene_runs_and_the_models_beat_majority_vote():
-    started = time.time()
-    result = run_fast(CASE_STUDIES / "dawid_skene.py")
-    assert result.returncode == 0, (
-        f"exit status {result.returncode}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
-        f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
-
-    figures = CASE_STUDIES / "figures" / "dawid_skene"
-    for name in DAWID_SKENE_FIGURES:
-        path = figures / name
-        assert path.is_file(), f"{name} was not written"
-        assert path.stat().st_mtime >= started - 1, f"{name} is older than this run"
-        assert path.stat().st_size > 10_000, f"{name} looks empty"
+    result = run_and_check_figures("dawid_skene", DAWID_SKENE_FIGURES)
 
     # dog: the full Dawid-Skene model's truth reaches the issue's 0.84 and beats
     # majority vote (about 0.843 vs 0.82); so does the NUTS posterior mean

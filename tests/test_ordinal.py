@@ -316,12 +316,9 @@ def test_nuts_recovers_the_latent_model():
 
 @pytest.mark.slow
 def test_case_study_web_search():
-    from tests.test_case_studies import CASE_STUDIES, run_fast
+    from tests.test_case_studies import run_and_check_figures
 
-    result = run_fast(CASE_STUDIES / "ordinal_relevance.py")
-    assert result.returncode == 0, (
-        f"exit status {result.returncode}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
-        f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
+    result = run_and_check_figures("ordinal_relevance", [])
     found = re.search(r"^RESULT web_search best=(\S+) acc=(\d\.\d+) mae=(\d\.\d+) "
                       r"ds_acc=(\d\.\d+) ds_mae=(\d\.\d+)", result.stdout, re.MULTILINE)
     assert found, "no RESULT web_search line"
