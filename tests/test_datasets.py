@@ -74,6 +74,8 @@ BUNDLED = {
        for name in ("pred_real_data_julia.csv", "table6.csv", "table6_LKAAR.csv",
                     "table6_julia_competitors.csv", "table7.csv")},
 }
+# made here from the raw files (each with the script that makes it), not copies
+DERIVED = {"gi_lesions/paper_splits_table6.csv", "gi_lesions/make_table6_splits.R"}
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +234,7 @@ def test_every_bundled_file_is_listed():
     root = Path(str(resources.files("crowd_models.datasets").joinpath("data")))
     found = {p.relative_to(root).as_posix() for p in root.rglob("*")
              if p.is_file() and p.parent != root}
-    assert found == set(BUNDLED)
+    assert found == set(BUNDLED) | DERIVED
 
 
 # ------------------------------------------------------------------ affect
@@ -388,6 +390,29 @@ def test_gi_lesions_split_matches_the_paper_files(k):
     clinicians = [f"expert_{j}" for j in (1, 2, 3, 4)] + [f"beginner_{j}" for j in (1, 2, 3)]
     np.testing.assert_array_equal(
         wide.loc[train.items, clinicians].replace(codes).to_numpy(dtype=int), y_train)
+
+
+def test_gi_lesions_table6_splits():
+    """The regenerated Table 6 run: stratified 50/26 splits, split 1 shared with
+    the Table 7 files, five PGT gold lesions among the training ones."""
+    counts = datasets.load_gi_lesions().gold_series().value_counts()
+    seen = set()
+    for k in (1, 2, 50):
+        split = datasets.load_gi_lesions_split(k, run="table6")
+        train, test_gold = split["train"], split["test_gold"]
+        assert (train.n_items, len(test_gold)) == (50, 26)
+        assert not set(train.items) & set(test_gold.index)
+        assert len(split["pgt_gold"]) == 5 and set(split["pgt_gold"]) <= set(train.items)
+        # strata: 2/3 of each class (floor) in training
+        per_class = train.gold_series().value_counts()
+        assert (per_class == np.floor(counts * 2 / 3)).all()
+        seen.add(tuple(sorted(train.items)))
+        reference = datasets.load_gi_lesions_split(k)
+        assert reference["pgt_gold"] is None
+        assert (set(train.items) == set(reference["train"].items)) == (k == 1)
+    assert len(seen) == 3
+    with pytest.raises(ValueError, match="run"):
+        datasets.load_gi_lesions_split(1, run="table8")
 
 
 def test_gi_lesions_split_binary_and_bad_k():

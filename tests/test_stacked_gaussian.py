@@ -276,16 +276,12 @@ def test_case_study_reproduces_tables_6_and_7():
     found = re.findall(r"^RESULT table6 (\w+) ours=(\d\.\d+) paper=(\d\.\d+)$",
                        result.stdout, re.MULTILINE)
     assert {s for s, _, _ in found} == set(sg.STRATEGIES), result.stdout[-2000:]
-    # Table 6 was computed by the authors on splits 2-50 that differ from the
-    # exported paper_splits_50 (see the case study): E is 0.026 and MV 0.022 above
-    # the paper, within the spread of 50-split means (sd ~0.017); the other four
-    # are within the issue's 0.02. Table 7 used exactly these splits and matches
-    # to 1e-3. The known misses keep a 0.03 bound so that any further drift fails.
-    known_misses = {"E", "MV"}
+    # On the Table 6 run's splits (regenerated with R, see load_gi_lesions_split)
+    # every row matches the paper; ItAlg2 differs by one test lesion in one split
+    # (split 5, an ensemble margin of 0.003): 1/26/50 = 0.0008. The issue asks
+    # for 0.02; hold all six to 1e-3 (plus the 4-decimal printing).
     for strategy, ours, paper in found:
-        tolerance = 0.03 if strategy in known_misses else 0.02
-        # both numbers are printed to 4 decimals: allow their rounding (EN is 0.0200 off)
-        assert abs(float(ours) - float(paper)) <= tolerance + 1e-4, (strategy, ours, paper)
+        assert abs(float(ours) - float(paper)) <= 1e-3 + 1e-4, (strategy, ours, paper)
     t7 = re.findall(r"^RESULT table7 (\w+) ours=(\d\.\d+) paper=(\d\.\d+)$",
                     result.stdout, re.MULTILINE)
     assert len(t7) == 5

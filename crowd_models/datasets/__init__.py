@@ -314,6 +314,7 @@ GI_FEATURE_SETS = ("all", "paper")
 GI_PAPER_FEATURES = (112, 172, 474, 488, 602)
 """The five features (1-based numbers) that Montani & Cappozzo use."""
 _GI_CLASS_CODES = {1: "hyperplasic", 2: "serrated", 3: "adenoma"}   # row 2 of data.txt
+GI_SPLIT_RUNS = ("table7", "table6")
 _GI_SPLIT_CODES = {1: "adenoma", 2: "hyperplasic", 3: "serrated"}   # paper_splits_50 files
 _GI_BINARY = {"adenoma": "resection", "serrated": "resection", "hyperplasic": "no-resection"}
 
@@ -402,14 +403,24 @@ def load_gi_lesions(task: str = "3class", features: str | None = "all",
     return _gi_annotations(table, classes, x)
 
 
-def load_gi_lesions_split(k: int, task: str = "3class") -> dict:
+def load_gi_lesions_split(k: int, task: str = "3class", run: str = "table7") -> dict:
     """One of the stacking paper's 50 stratified train/test splits of the lesions.
 
-    Montani & Cappozzo's splits (``paper_splits_50/``): 50 training and 26
-    test lesions, with the five paper features taken from the first column
-    of each lesion (``light="paper"``). The split files carry no lesion
-    names; rows are matched to lesions by their feature values, and the
-    split's clinician labels and gold are checked against the label tables.
+    Montani & Cappozzo's splits: 50 training and 26 test lesions, with the
+    five paper features taken from the first column of each lesion
+    (``light="paper"``). Their real-data script seeds R once and draws, per
+    split, the split and then PGT's gold subset, so its two runs use
+    different splits after the first:
+
+    * ``run="table7"``: the authors' ``paper_splits_50`` files, the splits of
+      their Table 7 run (and of their Julia competitors). The files carry no
+      lesion names; rows are matched to lesions by their feature values, and
+      the split's clinician labels and gold are checked against the label
+      tables.
+    * ``run="table6"``: the splits of their Table 6 run, regenerated with R
+      (``paper_splits_table6.csv``, made by ``make_table6_splits.R``, which
+      also regenerates every ``paper_splits_50`` split exactly), with the five
+      training lesions whose gold PGT saw.
 
     Returns
     -------
@@ -417,14 +428,28 @@ def load_gi_lesions_split(k: int, task: str = "3class") -> dict:
         ``train``: :class:`Annotations` of the 50 training lesions (7
         clinicians' labels, the five features, gold); ``test_features``:
         DataFrame (26, 5) indexed by lesion; ``test_gold``: Series of class
-        names with the same index. ``task="binary"`` maps the classes to
-        resection / no-resection.
+        names with the same index; ``pgt_gold``: the lesions whose gold PGT
+        used (``run="table6"``; None for ``"table7"``, which drew none).
+        ``task="binary"`` maps the classes to resection / no-resection.
     """
     if isinstance(k, bool) or not isinstance(k, (int,)) or not 1 <= k <= 50:
         raise ValueError(f"k={k!r}: the paper's splits are numbered 1..50.")
     _choice(task, tuple(GI_TASKS), "task")
+    _choice(run, GI_SPLIT_RUNS, "run")
     x = _gi_features("paper")[[f"feature{j}" for j in GI_PAPER_FEATURES]]
     table = _read("gi_lesions", GI_TASKS["3class"]).set_index("lesion")
+    if task == "binary":
+        classes = ["no-resection", "resection"]
+    else:
+        classes = ["adenoma", "hyperplasic", "serrated"]
+    pgt_gold = None
+    if run == "table6":
+        rows = _read("gi_lesions", "paper_splits_table6.csv")
+        rows = rows[rows["split"] == k]
+        train = pd.Index(rows.loc[rows["set"] == "train", "lesion"], name="lesion")
+        test = pd.Index(rows.loc[rows["set"] == "test", "lesion"], name="lesion")
+        pgt_gold = pd.Index(rows.loc[rows["pgt_gold"], "lesion"], name="lesion")
+        return _gi_split(table, task, classes, x, train, test, pgt_gold)
 
     def lesions(name):
         rows = _read("gi_lesions", "paper_splits_50", f"{k}X_{name}.csv", header=None)
@@ -444,15 +469,17 @@ def load_gi_lesions_split(k: int, task: str = "3class") -> dict:
         decoded = codes[name].replace(_GI_SPLIT_CODES).to_numpy()
         if (decoded != table.loc[idx, cols].to_numpy()).any():
             raise ValueError(f"gi_lesions split {k}: {name} disagrees with the label table.")
+    return _gi_split(table, task, classes, x, train, test, pgt_gold)
+
+
+def _gi_split(table, task, classes, x, train, test, pgt_gold) -> dict:
     if task == "binary":
         table = table.replace(_GI_BINARY)
-        classes = ["no-resection", "resection"]
-    else:
-        classes = ["adenoma", "hyperplasic", "serrated"]
     return {
         "train": _gi_annotations(table.loc[train].reset_index(), classes, x.loc[train]),
         "test_features": x.loc[test],
         "test_gold": table.loc[test, "ground_truth"],
+        "pgt_gold": pgt_gold,
     }
 
 

@@ -328,6 +328,7 @@ def annotator_weights(
     experts: Sequence | None = None,
     expert_share: float = 0.8,
     gold_fraction: float | None = None,
+    gold_items: Sequence | None = None,
     base_fits: dict | None = None,
     covariance: str = "EEE",
     max_iter: int = 50,
@@ -350,6 +351,9 @@ def annotator_weights(
         PGT: sample this fraction of all items (``round(fraction * n_items)``)
         among those with known gold, with ``rng`` (the paper: 0.1). None uses
         every item with known gold (``annotations.gold``).
+    gold_items : sequence of item ids, optional
+        PGT: exactly these items' gold (e.g. a subset drawn elsewhere);
+        excludes ``gold_fraction``.
     base_fits, covariance : ItAlg1/ItAlg2
         The base learners (default: :func:`fit_base_learners` with
         ``covariance``).
@@ -393,6 +397,16 @@ def annotator_weights(
             raise ValueError("strategy 'PGT' needs gold labels for some items "
                              "(Annotations(..., gold=...)).")
         known = np.flatnonzero(ann.gold >= 0)
+        if gold_items is not None:
+            if gold_fraction is not None:
+                raise ValueError("give gold_fraction (a random subset) or gold_items (a chosen "
+                                 "one), not both.")
+            chosen = pd.Index(list(gold_items))
+            missing = chosen.difference(ann.items[known])
+            if len(missing) or chosen.empty or chosen.has_duplicates:
+                raise ValueError(f"gold_items must be distinct items with known gold, at least "
+                                 f"one; not usable: {list(missing) or list(chosen)}.")
+            known = np.sort(ann.items.get_indexer(chosen))
         if gold_fraction is not None:
             if not 0 < gold_fraction <= 1:
                 raise ValueError(f"gold_fraction must be in (0, 1], got {gold_fraction!r}.")
