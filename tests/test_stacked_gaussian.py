@@ -105,6 +105,13 @@ def test_partial_ground_truth_counts_agreement_with_known_gold():
         sg.annotator_weights(_wide(TABLE1), "PGT")
     with pytest.raises(ValueError, match="asks for 3 gold items, only 2"):
         sg.annotator_weights(ann, "PGT", gold_fraction=1.0)
+    # a chosen subset: item 1 alone (gold C: a2 and a4 agree)
+    w = sg.annotator_weights(ann, "PGT", gold_items=[1])
+    assert w["scores"].values.tolist() == [0, 1, 0, 1, 0] and w.attrs["gold_items"] == ["1"]
+    with pytest.raises(ValueError, match=r"not usable: \[2\]"):
+        sg.annotator_weights(ann, "PGT", gold_items=[1, 2])  # item 2 has no gold
+    with pytest.raises(ValueError, match="not both"):
+        sg.annotator_weights(ann, "PGT", gold_items=[1], gold_fraction=0.5)
 
 
 def test_iterative_strategies_reach_agreement_with_the_truth(separated):
