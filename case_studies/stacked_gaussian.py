@@ -101,7 +101,12 @@ def strategy_kwargs(strategy, ann, experts, rng):
 # to the majority label, over the items whose majority is not tied. The
 # paper's Table 1 gives scores 2, 1, 2, 0, 2 and weights .285/.145/.285/0/.285.
 # Its label table was not available to us, so we constructed one that yields
-# those scores (item 3 is a tie and is skipped).
+# those scores (item 3 is a tie and is skipped). The scores sum to 7, so the
+# weights are 2/7 = 0.2857 and 1/7 = 0.1429; the printed .285/.145 are those
+# cut to three decimals and adjusted to sum to 1. With 5 annotators, a
+# total of 7 from strict majorities can only be one item with 4 agreeing
+# (a4 dissenting) and one with 3 (a2 and a4 dissenting), which is the shape
+# of our table.
 
 # %%
 table1 = pd.DataFrame({"a1": ["A", "B", "A"], "a2": ["A", "C", "B"], "a3": ["A", "B", "C"],
