@@ -1,14 +1,17 @@
 """`crowd-models`: fit an annotation table from the command line.
 
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
-                 [--features F.csv] [--model two-coin] [--method em|map|nuts]
+                 [--features F.csv] [--model two-coin|dawid-skene|ordinal|continuous]
+                 [--classes C1,C2,...] [--method em|map|nuts]
                  [--continuous [--bias] [--scale]] [--out DIR]
     crowd-models demo [--out DIR] [--quick]
 
 ``--continuous`` (or ``--model continuous``) reads the labels as numbers and
 fits the continuous family (annotator precision, with ``--bias`` an additive
 bias, with ``--scale`` a multiplicative scale); the item table then holds the
-posterior mean and sd of each item's true value.
+posterior mean and sd of each item's true value. ``--model ordinal`` fits
+ordered levels coded 1..K (the cumulative binary model); its annotator table
+has a row per annotator and threshold.
 
 Errors in the input print one line and exit with status 2.
 """
@@ -126,6 +129,8 @@ def _annotator_figure(fit, table):
     from crowd_models.inference import posterior_of
 
     post = posterior_of(fit)
+    if "sensitivity" in post and "threshold" in post["sensitivity"].dims:
+        return None  # ordinal: the table has one row per annotator and threshold
     if "sensitivity" in post:
         return report.plot_annotators(fit, label_top=5).figure
     if "confusion" in post:
@@ -217,7 +222,7 @@ def run_fit(args) -> int:
     progress.step(f"writing the report to {args.out}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table = report.annotator_summary(fit)
+    table = getattr(family, "annotator_summary", report.annotator_summary)(fit)
     if args.continuous and args.method != "nuts":  # MAP = EM: EM's conditional intervals
         table = _conditional_intervals(table, em_fit)
     table.to_csv(out / "annotators.csv")

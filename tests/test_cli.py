@@ -194,3 +194,34 @@ def test_fit_continuous_map(continuous_csv, capsys):
         np.testing.assert_allclose(items["mean"], em["mean"], atol=1e-5)
     with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
         assert saved.log_likelihood["labels"].sizes["item"] == 200
+
+
+def test_fit_ordinal_em_matches_the_family(tmp_path, capsys):
+    """--model ordinal: the CLI's fit is ordinal.em's, one table row per
+    annotator and threshold; levels that are words get a one-line error."""
+    from crowd_models.models import ordinal
+
+    sens = np.tile([0.9, 0.85, 0.8], (4, 1))
+    spec = np.tile([0.8, 0.85, 0.9], (4, 1))
+    sim = ordinal.simulate(variant="cumulative", sensitivity=sens, specificity=spec,
+                           prevalence=[0.2, 0.3, 0.3, 0.2], n_items=150,
+                           rng=np.random.default_rng(9))
+    sim.to_frame().to_csv(tmp_path / "levels.csv", index=False)
+    code = main(["fit", str(tmp_path / "levels.csv"), "--model", "ordinal", "--method", "em",
+                 "--out", str(tmp_path / "out")])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "out" / "annotators.csv", index_col=[0, 1])
+    assert len(table) == 4 * 3
+    direct = ordinal.em(sim)["sensitivity"].isel(chain=0, draw=0).to_series()
+    np.testing.assert_allclose(table["sensitivity_mean"].to_numpy(), direct.to_numpy(),
+                               atol=1e-9)
+    items = pd.read_csv(tmp_path / "out" / "items.csv", index_col=0)
+    truth = sim.gold_series().reindex(items.index)
+    assert (items["estimated_label"] == truth).mean() > 0.8
+    words = sim.to_frame()
+    words["label"] = words["label"].map({1: "none", 2: "mild", 3: "moderate", 4: "severe"})
+    words.to_csv(tmp_path / "words.csv", index=False)
+    code = main(["fit", str(tmp_path / "words.csv"), "--model", "ordinal", "--method", "em",
+                 "--out", str(tmp_path / "words")])
+    assert code == 2
+    assert "Recode the labels to 1..4 in their order" in capsys.readouterr().err
