@@ -505,6 +505,8 @@ def build_model(
     accuracy_intercept_precision=DEFAULT_PRIORS["accuracy_intercept_precision"],
     coef_prior: str = "laplace",
     horseshoe_scale: float = 1.0,
+    slab_scale: float = 2.0,
+    slab_df: float = 4.0,
 ) -> pm.Model:
     """The feature-dependent accuracy model as a PyMC model, true labels summed out.
 
@@ -523,10 +525,21 @@ def build_model(
         two Exponential(penalty) parts (free ``coef_pos``/``coef_neg`` and
         ``accuracy_coef_pos``/``accuracy_coef_neg``), which gives both the
         exact Laplace posterior for NUTS and the lasso MAP for ``fit_map``.
-        "horseshoe": ``coef = coef_raw * coef_local_scale * coef_global_scale``
-        with half-Cauchy(1) local and half-Cauchy(``horseshoe_scale``) global
-        scales (likewise ``accuracy_coef``); for NUTS only (its mode
-        collapses to zero) and ``penalty`` is not used.
+        "horseshoe": the regularised horseshoe (Piironen & Vehtari 2017),
+        non-centred: ``coef = coef_raw * coef_global_scale * lambda_tilde``
+        with half-Cauchy(1) local scales ``coef_local_scale`` (lambda),
+        half-Cauchy(``horseshoe_scale``) global scale (tau), ``lambda_tilde =
+        c lambda / sqrt(c^2 + tau^2 lambda^2)`` and the slab width
+        ``coef_slab`` c, c^2 ~ InverseGamma(slab_df / 2, slab_df slab_scale^2
+        / 2): small coefficients are shrunk as by the horseshoe, large ones
+        as by a Normal(0, c) (likewise ``accuracy_coef``). The slab keeps the
+        posterior of a separable or weakly identified coefficient from
+        running off, and NUTS from diverging in the funnel. For NUTS only
+        (its mode collapses to zero); ``penalty`` is not used.
+        ``horseshoe_scale``: tau's scale (Piironen & Vehtari suggest
+        p0 / (d - p0) * 2 / sqrt(n items) for p0 expected non-zero of d
+        features); ``slab_scale`` and ``slab_df``: the slab's scale and
+        degrees of freedom.
 
     Variables: ``intercept``, ``coef`` (feature), ``accuracy_intercept``
     (annotator), ``accuracy_coef`` (feature); deterministic
@@ -537,8 +550,11 @@ def build_model(
     _check_annotations(annotations)
     if coef_prior not in ("laplace", "horseshoe"):
         raise ValueError(f"coef_prior={coef_prior!r} is not one of 'laplace', 'horseshoe'.")
-    if not (np.isfinite(horseshoe_scale) and horseshoe_scale > 0):
-        raise ValueError(f"horseshoe_scale must be a positive number, got {horseshoe_scale!r}.")
+    for name, value in (("horseshoe_scale", horseshoe_scale), ("slab_scale", slab_scale),
+                        ("slab_df", slab_df)):
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not (
+                np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number, got {value!r}.")
     pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
     params, *_ = _run_em(annotations, pri, n_restarts=1, rng=0, tol=1e-6, restart_tol=1e-6,
                          max_iter=5000)
@@ -566,11 +582,20 @@ def build_model(
             else:
                 glob = pm.HalfCauchy(f"{name}_global_scale", beta=horseshoe_scale)
                 local = pm.HalfCauchy(f"{name}_local_scale", beta=1.0, dims=D.FEATURE)
+                slab_sq = pm.InverseGamma(f"{name}_slab_sq", alpha=slab_df / 2,
+                                          beta=slab_df * slab_scale ** 2 / 2)
+                pm.Deterministic(f"{name}_slab", pt.sqrt(slab_sq))
+                shrunk = pt.sqrt(slab_sq * local ** 2 / (slab_sq + glob ** 2 * local ** 2))
                 raw = pm.Normal(f"{name}_raw", 0.0, 1.0, dims=D.FEATURE)
-                coefs[name] = pm.Deterministic(name, raw * local * glob, dims=D.FEATURE)
-                start[f"{name}_global_scale"] = horseshoe_scale
-                start[f"{name}_local_scale"] = np.ones(d)
-                start[f"{name}_raw"] = params[name] / horseshoe_scale
+                coefs[name] = pm.Deterministic(name, raw * glob * shrunk, dims=D.FEATURE)
+                # start at the EM coefficients with raw of order 1: local scales
+                # such that tau * lambda_tilde = |coef| (floored, below the slab)
+                c, tau = float(slab_scale), float(horseshoe_scale)
+                target = np.clip(np.abs(params[name]), 1e-2, 0.9 * c)
+                start[f"{name}_global_scale"] = tau
+                start[f"{name}_local_scale"] = target * c / (tau * np.sqrt(c ** 2 - target ** 2))
+                start[f"{name}_slab_sq"] = c ** 2
+                start[f"{name}_raw"] = params[name] / target
         if coef_prior == "laplace":
             # Exponential parts: 2 log(lam) - lam (u + v); Laplace: log(lam / 2) - lam |w|
             # symbolic in the number of features, so that the compiled code is

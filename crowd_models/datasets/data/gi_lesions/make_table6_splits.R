@@ -12,7 +12,9 @@
 # paper_splits_50 splits exactly, and the authors' own model code run on
 # these splits reproduces every row of Table 6 (LDA and QDA columns).
 #
-# Run from a checkout with shared/ beside it (R 4.2.2, rsample 1.1.1, readxl):
+# R 4.2.2 with rsample 1.1.1 and readxl (Debian: r-cran-rsample r-cran-readxl);
+# the argument is the folder of the source's data.txt and ground_truth.xlsx;
+# writes paper_splits_table6.csv to the current folder. From a checkout:
 #   Rscript crowd_models/datasets/data/gi_lesions/make_table6_splits.R ../shared/data/gi_lesions/original
 suppressMessages({library(rsample); library(readxl)})
 args <- commandArgs(trailingOnly = TRUE)
