@@ -130,6 +130,15 @@ def test_iterative_strategies_reach_agreement_with_the_truth(separated):
     np.testing.assert_allclose(w2["scores"].values, z.sum(1), rtol=1e-12)
     assert np.argmin(w2["weights"].values) == 3
     assert w1["weights"].sum() == pytest.approx(1) and w2["weights"].sum() == pytest.approx(1)
+    # any reasonable start reaches the same fixed point here; a start at the
+    # fixed point stops after one iteration
+    w3 = sg.annotator_weights(ann, "ItAlg2", base_fits=fits, start_scores=np.ones(4))
+    np.testing.assert_allclose(w3["scores"].values, w2["scores"].values, rtol=1e-12)
+    w4 = sg.annotator_weights(ann, "ItAlg2", base_fits=fits, start_scores=w2["scores"].values)
+    assert w4.attrs["n_iter"] == 1 and w4.attrs["converged"] == 1
+    for bad in (np.ones(5), np.zeros(4), [1, 1, 1, -1], [1, 1, 1, np.nan]):
+        with pytest.raises(ValueError, match="start_scores must be 4 finite, non-negative"):
+            sg.annotator_weights(ann, "ItAlg1", base_fits=fits, start_scores=bad)
 
 
 def test_unknown_strategy_lists_the_valid_ones():
@@ -284,11 +293,15 @@ def test_case_study_reproduces_tables_6_and_7():
                        result.stdout, re.MULTILINE)
     assert {s for s, _, _ in found} == set(sg.STRATEGIES), result.stdout[-2000:]
     # On the Table 6 run's splits (regenerated with R, see load_gi_lesions_split)
-    # every row matches the paper; ItAlg2 differs by one test lesion in one split
-    # (split 5, an ensemble margin of 0.003): 1/26/50 = 0.0008. The issue asks
-    # for 0.02; hold all six to 1e-3 (plus the 4-decimal printing).
+    # every row matches the paper; ItAlg2 (as the paper describes it) differs by one
+    # test lesion in one split: 1/26/50 = 0.0008. The issue asks for 0.02; hold
+    # all six to 1e-3 (plus the 4-decimal printing).
     for strategy, ours, paper in found:
         assert abs(float(ours) - float(paper)) <= 1e-3 + 1e-4, (strategy, ours, paper)
+    # started as the authors' code starts it, ItAlg2 matches too (every split)
+    authors = re.search(r"^RESULT table6_authors_start ItAlg2 ours=(\S+) paper=(\S+)$",
+                        result.stdout, re.MULTILINE)
+    assert authors and authors.group(1) == authors.group(2), result.stdout[-2000:]
     t7 = re.findall(r"^RESULT table7 (\w+) ours=(\d\.\d+) paper=(\d\.\d+)$",
                     result.stdout, re.MULTILINE)
     assert len(t7) == 5

@@ -332,6 +332,7 @@ def annotator_weights(
     base_fits: dict | None = None,
     covariance: str = "EEE",
     max_iter: int = 50,
+    start_scores=None,
     rng=None,
 ) -> xr.Dataset:
     """Per-annotator scores and stacking weights (``weights = scores / sum``).
@@ -358,6 +359,9 @@ def annotator_weights(
         The base learners (default: :func:`fit_base_learners` with
         ``covariance``).
     max_iter : iterations of ItAlg1/ItAlg2.
+    start_scores : array (annotator,), optional
+        ItAlg1/ItAlg2: the scores the iteration starts from (default: the
+        strategy's score against the majority labels, ties skipped).
 
     Returns
     -------
@@ -439,9 +443,18 @@ def annotator_weights(
         def score(lab):
             return _agreement(ann, lab)
 
-    scores = score(labels)
-    if not scores.sum() > 0:
-        raise ValueError(f"strategy {strategy!r}: no item has a majority label to start from.")
+    if start_scores is None:
+        scores = score(labels)
+        if not scores.sum() > 0:
+            raise ValueError(f"strategy {strategy!r}: no item has a majority label to start "
+                             f"from.")
+    else:
+        scores = np.asarray(start_scores, dtype=float)
+        if scores.shape != (ann.n_annotators,) or not np.all(np.isfinite(scores)) or np.any(
+                scores < 0) or not scores.sum() > 0:
+            raise ValueError(f"start_scores must be {ann.n_annotators} finite, non-negative "
+                             f"scores (one per annotator) with a positive sum; got "
+                             f"{start_scores!r}.")
     seen = [scores]
     converged, cycle, n_iter = False, 0, 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
