@@ -558,7 +558,6 @@ def build_model(
     pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
     params, *_ = _run_em(annotations, pri, n_restarts=1, rng=0, tol=1e-6, restart_tol=1e-6,
                          max_iter=5000)
-    d = annotations.n_features
     with pm.Model(coords=annotations.coords()) as model:
         X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
         if pri["tau0"] == 0:
