@@ -835,6 +835,22 @@ def _positive_vector(value, name: str) -> np.ndarray:
     return arr
 
 
+def _annotator_effect(value, name: str, J: int, neutral: float, constraint: str,
+                      fix: str) -> np.ndarray:
+    """A simulated per-annotator effect: ``neutral`` for every annotator when
+    ``value`` is None, else J finite numbers averaging ``neutral`` (the
+    model's identifiability constraint)."""
+    if value is None:
+        return np.full(J, neutral)
+    v = np.asarray(value, dtype=float)
+    if v.shape != (J,) or np.any(~np.isfinite(v)):
+        raise ValueError(f"{name} must be {J} finite numbers, one per annotator.")
+    if abs(v.mean() - neutral) > 1e-8 * max(1.0, np.abs(v).max()):
+        raise ValueError(f"{name} must {constraint} (the model's identifiability constraint), "
+                         f"got mean {v.mean():.3g}; {fix}.")
+    return v
+
+
 def simulate(
     precision,
     *,
@@ -874,30 +890,12 @@ def simulate(
     tau = _positive_vector(precision, "precision")
     J = len(tau)
     truth = {"precision": ((D.ANNOTATOR,), tau)}
+    beta = _annotator_effect(bias, "bias", J, 0.0, "sum to zero", "centre it: bias - bias.mean()")
+    sc = _annotator_effect(scale, "scale", J, 1.0, "average 1", "rescale it: scale / scale.mean()")
     if bias is not None:
-        beta = np.asarray(bias, dtype=float)
-        if beta.shape != (J,) or np.any(~np.isfinite(beta)):
-            raise ValueError(f"bias must be {J} finite numbers, one per annotator.")
-        if abs(beta.sum()) > 1e-8 * max(1.0, np.abs(beta).max()):
-            raise ValueError(
-                f"bias must sum to zero (the model's identifiability constraint), got sum "
-                f"{beta.sum():.3g}; centre it: bias - bias.mean()."
-            )
         truth["bias"] = ((D.ANNOTATOR,), beta)
-    else:
-        beta = np.zeros(J)
     if scale is not None:
-        sc = np.asarray(scale, dtype=float)
-        if sc.shape != (J,) or np.any(~np.isfinite(sc)):
-            raise ValueError(f"scale must be {J} finite numbers, one per annotator.")
-        if abs(sc.mean() - 1) > 1e-8:
-            raise ValueError(
-                f"scale must average 1 (the model's identifiability constraint), got mean "
-                f"{sc.mean():.3g}; rescale it: scale / scale.mean()."
-            )
         truth["scale"] = ((D.ANNOTATOR,), sc)
-    else:
-        sc = np.ones(J)
     if not (np.isfinite(truth_precision) and truth_precision > 0):
         raise ValueError(f"truth_precision must be positive, got {truth_precision!r}.")
     X = None
