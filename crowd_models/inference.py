@@ -210,7 +210,9 @@ def sample(
             raise ValueError(f"start={start!r}: use 'map', None, an EM fit or a dict.")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # judged just below
-            map_fit = fit_map(model)
+            # a start for NUTS needs no Newton polish (whose Hessian graph can
+            # take longer to compile than the sampling)
+            map_fit = fit_map(model, polish=False)
         initvals = _start_point(model, map_fit)
         reference = posterior_of(map_fit)
         # a large gradient or infinite coordinates at the optimiser's stop mean the
