@@ -1,9 +1,9 @@
 """`crowd-models`: fit an annotation table from the command line.
 
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
-                 [--features F.csv] [--model two-coin|dawid-skene|ordinal|continuous]
-                 [--classes C1,C2,...] [--method em|map|nuts]
-                 [--continuous [--bias] [--scale]] [--out DIR]
+                 [--features F.csv] [--classes C1,C2,...] [--method em|map|nuts]
+                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy]
+                 [--continuous [--bias] [--scale]] [--penalty L[,L2,...]] [--out DIR]
     crowd-models demo [--out DIR] [--quick]
 
 ``--continuous`` (or ``--model continuous``) reads the labels as numbers and
@@ -11,7 +11,12 @@ fits the continuous family (annotator precision, with ``--bias`` an additive
 bias, with ``--scale`` a multiplicative scale); the item table then holds the
 posterior mean and sd of each item's true value. ``--model ordinal`` fits
 ordered levels coded 1..K (the cumulative binary model); its annotator table
-has a row per annotator and threshold.
+has a row per annotator and threshold. ``--model feature-accuracy`` (binary
+labels, ``--features`` required) lets each annotator's accuracy depend on the
+item's features, with Laplace (L1) priors of rate ``--penalty``; several
+comma-separated rates are scored without gold by 5-fold cross-validated
+disagreement with the annotators (``selection.select_penalty``) and the best
+one is fitted. Fits with features also write ``coefficients.csv``.
 
 Errors in the input print one line and exit with status 2.
 """
@@ -116,6 +121,60 @@ def _conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) ->
     return table
 
 
+def _penalties(text: str | None, model: str) -> list[float] | None:
+    """``--penalty``: one or more positive rates; only for feature-accuracy."""
+    if text is None:
+        return [1.0] if model == "feature-accuracy" else None
+    if model != "feature-accuracy":
+        raise InputError(f"--penalty applies to --model feature-accuracy, not {model}.")
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"--penalty {text!r}: give positive numbers separated by commas, "
+                         f"e.g. 0.5,1,2.") from None
+    if not all(np.isfinite(v) and v > 0 for v in values):
+        raise InputError(f"--penalty {text!r}: every rate must be a positive number.")
+    return values
+
+
+def _choose_penalty(ann, penalties: list[float]) -> float:
+    """The single rate, or the one the gold-free 5-fold disagreement score picks."""
+    if len(penalties) == 1:
+        return penalties[0]
+    from crowd_models.selection import select_penalty
+
+    print(f"      scoring {len(penalties)} penalties by 5-fold disagreement (no gold; "
+          f"EM with 5 restarts per fold) ...", flush=True)
+    try:
+        chosen = select_penalty(ann, penalties, rng=0, n_restarts=5)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    for line in chosen.scores.round(4).to_string().splitlines():
+        print("      " + line)
+    print(f"      chosen penalty: {chosen.penalty:g}")
+    return chosen.penalty
+
+
+def _coefficient_table(fit) -> pd.DataFrame | None:
+    """Per feature: mean (and, with draws, 90% interval) of each coefficient vector."""
+    from crowd_models.inference import posterior_of
+
+    post = posterior_of(fit)
+    names = [n for n in post.data_vars  # not the parts of a coefficient (Laplace, horseshoe)
+             if set(post[n].dims) - {"chain", "draw"} == {"feature"}
+             and not n.endswith(("_pos", "_neg", "_raw", "_local_scale"))]
+    if not names:
+        return None
+    columns = {}
+    for name in names:
+        draws = post[name].stack(sample=("chain", "draw")).transpose("feature", "sample")
+        columns[f"{name}_mean"] = draws.values.mean(axis=1)
+        if draws.sizes["sample"] > 1:
+            columns[f"{name}_lower"] = np.quantile(draws.values, 0.05, axis=1)
+            columns[f"{name}_upper"] = np.quantile(draws.values, 0.95, axis=1)
+    return pd.DataFrame(columns, index=pd.Index(post["feature"].values, name="feature"))
+
+
 class InputError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
 
@@ -196,6 +255,10 @@ def run_fit(args) -> int:
         options = {"bias": args.bias, "scale": args.scale}
     elif args.bias or args.scale:
         raise InputError("--bias and --scale apply to continuous labels; add --continuous.")
+    if args.model == "feature-accuracy" and not args.features:
+        raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
+                         "accuracy depends on the items' features.")
+    penalties = _penalties(args.penalty, args.model)
     steps = 4 + (args.method == "nuts")
     progress = _Progress(steps)
     progress.step(f"reading {args.labels}")
@@ -205,6 +268,8 @@ def run_fit(args) -> int:
         raise InputError(str(err)) from None
     print(f"      {ann}")
     family = MODELS[args.model]
+    if penalties is not None:
+        options["penalty"] = _choose_penalty(ann, penalties)
     progress.step("EM (reference fit)")
     try:
         em_fit = family.em(ann, **options)
@@ -219,16 +284,24 @@ def run_fit(args) -> int:
         progress.step(f"NUTS: {args.chains} chains x {args.draws} draws")
         fit = cm.sample(model, draws=args.draws, tune=args.tune, chains=args.chains,
                         random_seed=args.seed, start=fit)
+        if hasattr(family, "align_signs"):  # a chain in the mirrored mode is flipped back
+            fit = family.align_signs(fit, ann)
     progress.step(f"writing the report to {args.out}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table = getattr(family, "annotator_summary", report.annotator_summary)(fit)
+    summarise = getattr(family, "annotator_summary", None)
+    table = report.annotator_summary(fit) if summarise is None else summarise(
+        fit, annotations=ann)
     if args.continuous and args.method != "nuts":  # MAP = EM: EM's conditional intervals
         table = _conditional_intervals(table, em_fit)
     table.to_csv(out / "annotators.csv")
     items = _true_value_table(ann, fit) if args.continuous else _item_table(ann, fit)
     items.to_csv(out / "items.csv")
     written = [out / "annotators.csv", out / "items.csv"]
+    coefficients = _coefficient_table(fit)
+    if coefficients is not None:
+        coefficients.to_csv(out / "coefficients.csv")
+        written.append(out / "coefficients.csv")
     figure = None if args.continuous else _annotator_figure(fit, table)
     if figure is not None:
         import matplotlib.pyplot as plt
@@ -251,6 +324,11 @@ def run_fit(args) -> int:
             print(scores)
     elif ann.has_gold:
         print(f"accuracy against gold: {report.accuracy(fit, ann):.4f}")
+    if coefficients is not None and penalties is not None and args.method != "nuts":
+        nonzero = (coefficients.filter(like="_mean").abs() > 1e-8).sum()
+        print("non-zero coefficients at the mode: " + ", ".join(
+            f"{name.removesuffix('_mean')} {n} of {len(coefficients)}"
+            for name, n in nonzero.items()))
     print("wrote: " + ", ".join(str(p) for p in written))
     return 0
 
@@ -335,6 +413,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="continuous: add a per-annotator additive bias")
     f.add_argument("--scale", action="store_true",
                    help="continuous: add a per-annotator multiplicative scale")
+    f.add_argument("--penalty",
+                   help="feature-accuracy: Laplace (L1) rate of the coefficients; several "
+                        "comma-separated rates are chosen between without gold (default 1)")
     f.add_argument("--out", default="crowd_models_report", help="output folder")
     f.add_argument("--draws", type=int, default=1000)
     f.add_argument("--tune", type=int, default=1000)

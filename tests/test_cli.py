@@ -65,6 +65,16 @@ def test_fit_map_with_features(labels_csv, capsys):
     (["fit", "{folder}/three.csv"], "exactly 2 classes"),
     (["fit", "{folder}/labels.csv", "--item", "case", "--annotator", "reader",
       "--label", "call", "--features", "{folder}/bad_features.csv"], "features are missing"),
+    (["fit", "{folder}/labels.csv", "--item", "case", "--annotator", "reader",
+      "--label", "call", "--penalty", "1"], "--penalty applies to --model feature-accuracy"),
+    (["fit", "{folder}/labels.csv", "--item", "case", "--annotator", "reader",
+      "--label", "call", "--model", "feature-accuracy"], "needs --features"),
+    (["fit", "{folder}/labels.csv", "--item", "case", "--annotator", "reader",
+      "--label", "call", "--model", "feature-accuracy", "--features",
+      "{folder}/features.csv", "--penalty", "1,a"], "positive numbers separated by commas"),
+    (["fit", "{folder}/labels.csv", "--item", "case", "--annotator", "reader",
+      "--label", "call", "--model", "feature-accuracy", "--features",
+      "{folder}/features.csv", "--penalty", "2,0"], "every rate must be a positive number"),
 ])
 def test_bad_input_is_one_line(labels_csv, capsys, args, message):
     folder, _ = labels_csv
@@ -225,3 +235,37 @@ def test_fit_ordinal_em_matches_the_family(tmp_path, capsys):
                  "--out", str(tmp_path / "words")])
     assert code == 2
     assert "Recode the labels to 1..4 in their order" in capsys.readouterr().err
+
+
+def test_fit_feature_accuracy_chooses_a_penalty_without_gold(tmp_path, capsys):
+    import re
+
+    from crowd_models.models import feature_accuracy
+
+    sim = feature_accuracy.simulate(200, n_features=6, rng=np.random.default_rng(4))
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    names = [f"x{k}" for k in range(6)]
+    pd.DataFrame(sim.features, index=pd.Index(sim.items, name="item"), columns=names).to_csv(
+        tmp_path / "features.csv")
+    out = tmp_path / "out"
+    code = main(["fit", str(tmp_path / "labels.csv"), "--features", str(tmp_path / "features.csv"),
+                 "--model", "feature-accuracy", "--method", "em", "--penalty", "0.5,4",
+                 "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    chosen = float(re.search(r"chosen penalty: (\S+)", printed).group(1))
+    assert chosen in (0.5, 4.0)
+    assert "non-zero coefficients at the mode: coef" in printed
+    # the report is the family's, for the chosen penalty
+    fit = feature_accuracy.em(sim, penalty=chosen)
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    expected = feature_accuracy.annotator_summary(fit, annotations=sim)
+    np.testing.assert_allclose(table["accuracy_mean"], expected["accuracy_mean"], rtol=1e-9)
+    coefficients = pd.read_csv(out / "coefficients.csv", index_col=0)
+    assert list(coefficients.index) == names
+    np.testing.assert_allclose(coefficients["coef_mean"], fit["coef"].values[0, 0], atol=1e-12)
+    # the simulated accuracy depends on the last two features, with signs (-, +)
+    assert coefficients["accuracy_coef_mean"].iloc[-2] < -0.5
+    assert coefficients["accuracy_coef_mean"].iloc[-1] > 0.5
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    assert np.mean(items["estimated_label"].to_numpy() == sim.gold) > 0.8

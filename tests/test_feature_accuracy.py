@@ -155,6 +155,59 @@ def test_sign_flip_has_the_same_posterior_and_is_resolved(sim, em_fit):
                                    aligned.posterior[name].isel(chain=0))
 
 
+def _accuracy_by_label(ann, alpha, gamma):
+    """One label at a time: each annotator's list of P(correct) on their items."""
+    out = {j: [] for j in range(ann.n_annotators)}
+    for i, j in zip(ann.item_idx, ann.annotator_idx, strict=True):
+        out[j].append(expit(alpha[j] + ann.features[i] @ gamma))
+    return out
+
+
+def test_annotator_summary_averages_accuracy_over_each_annotators_items(sim, em_fit,
+                                                                         model):
+    sub = sim.select(np.arange(sim.n_annotations) % 3 != 0)  # unequal label counts
+    alpha = em_fit["accuracy_intercept"].values[0, 0]
+    gamma = em_fit["accuracy_coef"].values[0, 0]
+    point = fa.annotator_summary(em_fit, annotations=sub)
+    per_label = _accuracy_by_label(sub, alpha, gamma)
+    for j, name in enumerate(sub.annotators):
+        row = point.loc[name]
+        assert row["n_labels"] == len(per_label[j]) == sub.n_labels()[j]
+        np.testing.assert_allclose(row["accuracy_mean"], np.mean(per_label[j]), rtol=1e-12)
+        np.testing.assert_allclose([row["accuracy_q10"], row["accuracy_q90"]],
+                                   np.quantile(per_label[j], [0.1, 0.9]), rtol=1e-12)
+        assert np.isnan(row["accuracy_sd"])
+    # close to the simulated annotators' accuracy on the same labels
+    true = _accuracy_by_label(sub, sim.truth["accuracy_intercept"].values,
+                              sim.truth["accuracy_coef"].values)
+    assert np.abs(point["accuracy_mean"].values - [np.mean(true[j]) for j in range(5)]).max() < 0.05
+
+    # draws: every draw's accuracy is averaged, then summarised over the draws
+    rng = np.random.default_rng(0)
+    shift_a, shift_g = rng.normal(0, 0.3, (2, 3, 5)), rng.normal(0, 0.1, (2, 3, sim.n_features))
+    draws = xr.Dataset({
+        "accuracy_intercept": (("chain", "draw", "annotator"), alpha + shift_a),
+        "accuracy_coef": (("chain", "draw", "feature"), gamma + shift_g)},
+        coords={"annotator": sim.annotators})
+    table = fa.annotator_summary(draws, annotations=sub, ci_prob=0.8)
+    for j, name in enumerate(sub.annotators):
+        values = [np.mean(_accuracy_by_label(sub, alpha + shift_a[c, d], gamma + shift_g[c, d])[j])
+                  for c in range(2) for d in range(3)]
+        np.testing.assert_allclose(
+            table.loc[name, ["accuracy_mean", "accuracy_sd", "accuracy_lower", "accuracy_upper"]]
+            .to_numpy(float),
+            [np.mean(values), np.std(values, ddof=1), *np.quantile(values, [0.1, 0.9])],
+            rtol=1e-10)
+
+    # a MAP fit carries the features and the long table; an EM fit needs annotations=
+    map_fit = cm.fit_map(model, start=em_fit)
+    np.testing.assert_allclose(fa.annotator_summary(map_fit)["accuracy_mean"],
+                               fa.annotator_summary(em_fit, annotations=sim)["accuracy_mean"],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="pass annotations="):
+        fa.annotator_summary(em_fit)
+
+
 def test_l1_logistic_matches_scikit_learn_penalty_scaling():
     sklearn = pytest.importorskip("sklearn.linear_model")
     rng = np.random.default_rng(0)

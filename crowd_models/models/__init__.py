@@ -10,12 +10,13 @@ from crowd_models.models import (
 )
 
 MODELS = {"two-coin": two_coin, "dawid-skene": dawid_skene, "ordinal": ordinal,
-          "continuous": continuous}
+          "continuous": continuous, "feature-accuracy": feature_accuracy}
 """Registry: command-line name -> family module (``ordinal``: the cumulative
-binary variant, one sensitivity and specificity per annotator and threshold).
-``feature_accuracy`` and ``stacked_gaussian`` are not on the command line yet:
-their inputs (a penalty to select, base learners and a weighting strategy)
-need options of their own."""
+binary variant, one sensitivity and specificity per annotator and threshold;
+``feature-accuracy`` needs features and takes ``--penalty``). A family with
+its own ``annotator_summary(fit, *, annotations=None)`` reports through it.
+``stacked_gaussian`` is not on the command line: its inputs (base learners,
+a weighting strategy, a test set) need options of their own."""
 
 __all__ = ["MODELS", "continuous", "dawid_skene", "feature_accuracy", "ordinal",
            "stacked_gaussian", "two_coin"]

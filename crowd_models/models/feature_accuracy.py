@@ -78,6 +78,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
@@ -91,7 +92,8 @@ from crowd_models.models import _common as C
 
 __all__ = [
     "build_model", "em", "simulate", "predict", "align_signs", "lasso_majority_vote",
-    "lasso_gold", "l1_logistic", "annotator_error", "DEFAULT_PRIORS", "MECHANISMS",
+    "lasso_gold", "l1_logistic", "annotator_error", "annotator_summary", "DEFAULT_PRIORS",
+    "MECHANISMS",
 ]
 
 FAMILY = "the feature-dependent accuracy model"
@@ -710,6 +712,78 @@ def annotator_error(fit, features) -> np.ndarray:
         D.ANNOTATOR, "sample").values
     a = (X @ gamma)[:, None, :] + alpha[None, :, :]
     return expit(-a).mean(axis=-1)
+
+
+def _long_table(fit, annotations):
+    """Features and the long table's item and annotator codes: from
+    ``annotations``, else from a MAP/NUTS fit's ``constant_data``."""
+    if annotations is not None:
+        _check_annotations(annotations)
+        return annotations.features, annotations.item_idx, annotations.annotator_idx
+    const = fit["constant_data"].to_dataset() if isinstance(fit, xr.DataTree) and (
+        "constant_data" in fit.children) else None
+    if const is None or not {"features", "item_idx", "annotator_idx"} <= set(const):
+        raise ValueError("this fit does not carry the features and the long table (an EM "
+                         "fit does not); pass annotations= (the Annotations it was fitted to).")
+    return (const["features"].values, const["item_idx"].values.astype(int),
+            const["annotator_idx"].values.astype(int))
+
+
+def annotator_summary(fit, *, annotations: Annotations | None = None,
+                      ci_prob: float = 0.9):
+    """Annotator quality with intervals: one row per annotator.
+
+    ``accuracy``: the annotator's probability of a correct label averaged over
+    the items they labelled, sigmoid(accuracy_intercept_j + accuracy_coef .
+    x_i), computed draw by draw (mean, sd and ``ci_prob`` interval over the
+    draws; a one-draw EM/MAP fit gives its point value and NaN spreads).
+    ``accuracy_q10``/``accuracy_q90``: the 10% and 90% quantiles, over the
+    items they labelled, of that probability at the posterior mean of the
+    parameters — how much the annotator's accuracy moves with the items'
+    features. Then ``accuracy_intercept`` (log-odds of a correct label at
+    x = 0) and ``n_labels``, as in :func:`crowd_models.report.annotator_summary`.
+
+    ``annotations``: the data the fit was made on; needed for an EM fit (a
+    MAP or NUTS fit carries the features in ``constant_data``).
+    """
+    from scipy import sparse
+
+    from crowd_models import report
+
+    X, item_idx, annotator_idx = _long_table(fit, annotations)
+    post = posterior_of(fit)
+    J = post.sizes[D.ANNOTATOR]
+    shape = (post.sizes[D.CHAIN], post.sizes[D.DRAW])
+    alpha = post["accuracy_intercept"].transpose(D.CHAIN, D.DRAW, D.ANNOTATOR).values
+    alpha = alpha.reshape(-1, J)
+    gamma = post["accuracy_coef"].transpose(D.CHAIN, D.DRAW, D.FEATURE).values
+    gamma = gamma.reshape(alpha.shape[0], -1)
+    X = _check_features(X, "features", gamma.shape[1])
+    if item_idx.size == 0 or annotator_idx.max() >= J:
+        raise ValueError(f"the long table does not match the fit's {J} annotators.")
+    # rows x annotators indicator: per-draw sums over each annotator's rows
+    rows = sparse.csr_matrix((np.ones(item_idx.size), (np.arange(item_idx.size),
+                                                       annotator_idx)),
+                             shape=(item_idx.size, J))
+    counts = np.asarray(rows.sum(axis=0)).ravel()
+    accuracy = np.empty_like(alpha)
+    for lo in range(0, alpha.shape[0], 256):  # blocks of draws bound the memory
+        a = alpha[lo:lo + 256, annotator_idx] + (gamma[lo:lo + 256] @ X.T)[:, item_idx]
+        accuracy[lo:lo + 256] = np.asarray(rows.T @ expit(a).T).T / np.maximum(counts, 1)
+    accuracy[:, counts == 0] = np.nan
+    dims = (D.CHAIN, D.DRAW, D.ANNOTATOR)
+    ds = xr.Dataset({"accuracy": (dims, accuracy.reshape(*shape, J)),
+                     "accuracy_intercept": (dims, alpha.reshape(*shape, J)),
+                     "n_labels": (D.ANNOTATOR, counts)},
+                    coords={D.ANNOTATOR: post[D.ANNOTATOR].values})
+    table = report.annotator_summary(ds, ci_prob=ci_prob)
+    at_mean = expit(alpha.mean(axis=0)[annotator_idx] + (X @ gamma.mean(axis=0))[item_idx])
+    by_annotator = pd.Series(at_mean).groupby(annotator_idx)
+    for q in (10, 90):
+        column = by_annotator.quantile(q / 100).reindex(range(J)).to_numpy()
+        table.insert(table.columns.get_loc("accuracy_upper") + 1 + (q == 90),
+                     f"accuracy_q{q}", column)
+    return table
 
 
 def align_signs(fit, annotations: Annotations):

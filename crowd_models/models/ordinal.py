@@ -823,8 +823,9 @@ def simulate(
 
 
 # ------------------------------------------------------------------ report
-def annotator_summary(fit, *, ci_prob: float = 0.9) -> pd.DataFrame:
-    """Annotator quality with intervals, for either variant.
+def annotator_summary(fit, *, annotations=None, ci_prob: float = 0.9) -> pd.DataFrame:
+    """Annotator quality with intervals, for either variant (``annotations`` is
+    not needed; it is accepted as in every family's ``annotator_summary``).
 
     Cumulative fits: one row per (annotator, threshold) — a MultiIndex —
     with ``sensitivity``, ``specificity`` and ``weight`` mean, sd and
