@@ -122,9 +122,10 @@ def _conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) ->
 
 
 def _penalties(text: str | None, model: str) -> list[float] | None:
-    """``--penalty``: one or more positive rates; only for feature-accuracy."""
+    """``--penalty``: one or more positive rates; only for feature-accuracy
+    (None: the family's default)."""
     if text is None:
-        return [1.0] if model == "feature-accuracy" else None
+        return None
     if model != "feature-accuracy":
         raise InputError(f"--penalty applies to --model feature-accuracy, not {model}.")
     try:
@@ -324,7 +325,7 @@ def run_fit(args) -> int:
             print(scores)
     elif ann.has_gold:
         print(f"accuracy against gold: {report.accuracy(fit, ann):.4f}")
-    if coefficients is not None and penalties is not None and args.method != "nuts":
+    if coefficients is not None and args.model == "feature-accuracy" and args.method != "nuts":
         nonzero = (coefficients.filter(like="_mean").abs() > 1e-8).sum()
         print("non-zero coefficients at the mode: " + ", ".join(
             f"{name.removesuffix('_mean')} {n} of {len(coefficients)}"
@@ -415,7 +416,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="continuous: add a per-annotator multiplicative scale")
     f.add_argument("--penalty",
                    help="feature-accuracy: Laplace (L1) rate of the coefficients; several "
-                        "comma-separated rates are chosen between without gold (default 1)")
+                        "comma-separated rates are chosen between without gold (default: "
+                        "the family's, 1)")
     f.add_argument("--out", default="crowd_models_report", help="output folder")
     f.add_argument("--draws", type=int, default=1000)
     f.add_argument("--tune", type=int, default=1000)

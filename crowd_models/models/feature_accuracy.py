@@ -24,7 +24,7 @@ Penalty scaling
 
 on the scale of the *summed* log-likelihood. glmnet's lambda (which divides
 the log-likelihood by the number of observations n) is ``penalty / n``;
-scikit-learn's ``LogisticRegression(penalty="l1", C=...)`` has
+scikit-learn's ``LogisticRegression(l1_ratio=1, C=...)`` has
 ``C = 1 / penalty``. Standardise the features: one penalty is shared by all
 coefficients.
 
