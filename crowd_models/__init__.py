@@ -4,13 +4,32 @@
 >>> ann = cm.datasets.load_rte()
 >>> from crowd_models.models import two_coin
 >>> fit = cm.fit_map(two_coin.build_model(ann))
+
+The submodules and names below load on first use, so that the data classes,
+the loaders and the command line's ``--help`` do not wait for PyMC.
 """
 
-from crowd_models import datasets, models, report, selection
-from crowd_models.baselines import majority_vote
-from crowd_models.data import Annotations
-from crowd_models.inference import fit_map, sample
+from importlib import import_module
 
 __all__ = ["Annotations", "majority_vote", "fit_map", "sample", "datasets", "models", "report",
            "selection"]
 __version__ = "0.1.0"
+
+_WHERE = {"Annotations": "crowd_models.data", "majority_vote": "crowd_models.baselines",
+          "fit_map": "crowd_models.inference", "sample": "crowd_models.inference"}
+_SUBMODULES = {"datasets", "models", "report", "selection"}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        value = import_module(f"crowd_models.{name}")
+    elif name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+    else:
+        raise AttributeError(f"module 'crowd_models' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -394,7 +394,7 @@ def run_demo(args) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from crowd_models.models import MODELS
+    from crowd_models.models import MODEL_NAMES
 
     p = argparse.ArgumentParser(prog="crowd-models", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -406,7 +406,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--label", default="label", help="label column (default: label)")
     f.add_argument("--classes", help="comma-separated class order, e.g. 0,1 (default: sorted)")
     f.add_argument("--features", help="CSV of item features, item id in the first column")
-    f.add_argument("--model", default="two-coin", choices=sorted(MODELS))
+    f.add_argument("--model", default="two-coin", choices=sorted(MODEL_NAMES))
     f.add_argument("--method", default="map", choices=["em", "map", "nuts"])
     f.add_argument("--continuous", action="store_true",
                    help="numeric labels: fit the continuous family (same as --model continuous)")

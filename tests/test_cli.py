@@ -269,3 +269,29 @@ def test_fit_feature_accuracy_chooses_a_penalty_without_gold(tmp_path, capsys):
     assert coefficients["accuracy_coef_mean"].iloc[-1] > 0.5
     items = pd.read_csv(out / "items.csv", index_col=0)
     assert np.mean(items["estimated_label"].to_numpy() == sim.gold) > 0.8
+
+
+def test_help_and_loaders_do_not_import_pymc():
+    import subprocess
+    import sys
+
+    code = ("import sys, contextlib, io\n"
+            "import crowd_models as cm\n"
+            "from crowd_models.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['fit', '--help'])\n"
+            "ann = cm.datasets.load_rte()\n"
+            "assert 'pymc' not in sys.modules, 'pymc imported'\n"
+            "assert cm.fit_map.__module__ == 'crowd_models.inference'\n"
+            "assert 'pymc' in sys.modules\n"
+            "from crowd_models.models import MODEL_NAMES, MODELS\n"
+            "assert list(MODELS) == list(MODEL_NAMES)\n"
+            "try:\n"
+            "    cm.fit_mpa\n"
+            "except AttributeError as err:\n"
+            "    assert 'fit_mpa' in str(err)\n"
+            "else:\n"
+            "    raise AssertionError('no AttributeError')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
