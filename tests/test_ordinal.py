@@ -226,25 +226,31 @@ def _unconstrained(model, values):
     return point
 
 
-@pytest.mark.parametrize("link, guessing", [("logit", False), ("probit", True)])
-def test_latent_marginal_matches_brute_force(link, guessing):
+@pytest.mark.parametrize("link, guessing, own_cuts", [("logit", False, False),
+                                                      ("probit", True, False),
+                                                      ("logit", False, True)])
+def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
     ann = _tiny_latent()
-    model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing)
+    model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing,
+                                annotator_cutpoints=own_cuts)
+    # annotator w's offsets (+0.6, -0.6) cross its cut points: they are used sorted
+    offset = np.array([[-0.2, 0.2], [0.1, -0.1], [0.6, -0.6]])
     values = {"prevalence": np.array([0.2, 0.5, 0.3]), "bias": np.array([0.4, -0.1, -0.2]),
               "noise": np.array([0.7, 1.3, 0.5]), "level_spacing": np.array([0.35, 0.65]),
-              "guess_rate": np.array([0.1, 0.3, 0.05])}
+              "guess_rate": np.array([0.1, 0.3, 0.05]), "cutpoint_offset": offset}
     point = _unconstrained(model, values)
     cdf = expit if link == "logit" else stats.norm.cdf
     locs = 2 * np.array([0.0, 0.35, 1.0])
-    cuts = (locs[:-1] + locs[1:]) / 2
+    shared = (locs[:-1] + locs[1:]) / 2
+    cuts = [sorted(shared + offset[j]) if own_cuts else shared for j in range(3)]
 
     def p_label(j, k, y, guessing=guessing):
         if guessing:
             guess = values["guess_rate"][j]
             return (1 - guess) * p_label(j, k, y, False) + guess / 3
-        upper = 1.0 if y == 2 else cdf((cuts[y] - locs[k] - values["bias"][j])
+        upper = 1.0 if y == 2 else cdf((cuts[j][y] - locs[k] - values["bias"][j])
                                        / values["noise"][j])
-        lower = 0.0 if y == 0 else cdf((cuts[y - 1] - locs[k] - values["bias"][j])
+        lower = 0.0 if y == 0 else cdf((cuts[j][y - 1] - locs[k] - values["bias"][j])
                                        / values["noise"][j])
         return upper - lower
 
@@ -266,17 +272,47 @@ def test_latent_marginal_matches_brute_force(link, guessing):
     log_prior += stats.norm.logpdf(values["bias"]).sum()
     if guessing:
         log_prior += stats.beta.logpdf(values["guess_rate"], 1, 4).sum()
+    if own_cuts:  # zero-sum Normal: a Normal density on each row's 1-D subspace
+        sd = ordinal.DEFAULT_PRIORS["offset_sd"]
+        log_prior += (stats.norm.logpdf(offset, scale=sd).sum()
+                      + 3 * 0.5 * np.log(2 * np.pi * sd ** 2))
+        rtol = 1e-9  # PyMC's ZeroSumNormal log-density is 5.7e-9 off this one here
     np.testing.assert_allclose(model.compile_logp(jacobian=False)(point),
                                np.log(total) + log_prior, rtol=rtol)
     # the simulator's NumPy confusion is the same cumulative link
     conf = ordinal.latent_confusion(values["bias"], values["noise"], values["level_spacing"],
-                                    link=link)
+                                    link=link, cutpoint_offset=offset if own_cuts else None)
     expected = [[[p_label(j, k, y, False) for y in range(3)] for k in range(3)]
                 for j in range(3)]
     np.testing.assert_allclose(conf, expected, rtol=1e-12)
 
 
 # ------------------------------------------------------------ slow tier
+@pytest.mark.slow
+def test_map_recovers_per_annotator_cutpoints():
+    """Two annotators who use the scale unevenly: annotator_0 rarely says the top
+    level (its last cut point raised), annotator_3 rarely the bottom one (its
+    first cut point lowered); the others use the shared cut points."""
+    offset = np.zeros((5, 3))
+    offset[0] = [-0.45, -0.45, 0.9]
+    offset[3] = [-0.9, 0.45, 0.45]
+    sim = ordinal.simulate(**LATENT, cutpoint_offset=offset, n_items=600,
+                           rng=np.random.default_rng(12))
+    np.testing.assert_allclose(sim.truth["cutpoint_offset"].values, offset)
+    # the mode is all this checks: no Newton polish (its Hessian graph compiles slowly)
+    fit = cm.fit_map(ordinal.build_model(sim, variant="latent", annotator_cutpoints=True),
+                     polish=False)
+    est = fit.posterior["cutpoint_offset"].values[0, 0]
+    np.testing.assert_allclose(est.sum(axis=1), 0, atol=1e-8)
+    assert np.abs(est[[0, 3]] - offset[[0, 3]]).max() < 0.3
+    assert np.abs(est[[1, 2, 4]]).max() < 0.25  # the others stay near the shared points
+    with pytest.raises(ValueError, match="must sum to zero"):
+        ordinal.simulate(**LATENT, cutpoint_offset=offset + 0.1, n_items=5)
+    with pytest.raises(ValueError, match="cutpoint_offset must be a finite"):
+        ordinal.simulate(**LATENT, cutpoint_offset=offset[:, :2], n_items=5)
+
+
+
 @pytest.mark.slow
 def test_nuts_recovers_the_cumulative_model(sim_cumulative, cumulative_model):
     import arviz as az

@@ -704,6 +704,7 @@ def simulate(
     noise=None,
     level_spacing=None,
     guess_rate=None,
+    cutpoint_offset=None,
     n_classes: int | None = None,
     link: str = "logit",
     sensitivity=None,
@@ -717,9 +718,11 @@ def simulate(
 
     Latent: ``bias``, ``noise`` (annotator) and ``level_spacing`` (K-1
     positive gaps summing to 1; default equal gaps for ``n_classes`` levels),
-    optionally ``guess_rate`` (annotator or one number).
-    The truth holds ``bias``, ``noise``,
-    ``level_spacing``, ``cutpoints`` and the implied ``confusion``.
+    optionally ``guess_rate`` (annotator or one number) and ``cutpoint_offset``
+    (annotator, K-1; each row summing to zero, as ``annotator_cutpoints=True``
+    models it: the annotator's cut points are the sorted shared ones plus it).
+    The truth holds ``bias``, ``noise``, ``level_spacing``, ``cutpoints``,
+    the options given and the implied ``confusion``.
 
     Cumulative: ``sensitivity``, ``specificity`` (annotator, K-1). A label is
     drawn from the one confusion matrix under which every binary problem
@@ -756,9 +759,18 @@ def simulate(
         spacing = np.asarray(level_spacing, dtype=float)
         if spacing.ndim != 1 or np.any(spacing <= 0) or not np.isclose(spacing.sum(), 1):
             raise ValueError("level_spacing must be K - 1 positive gaps summing to 1.")
-        conf = latent_confusion(bias, noise, spacing, link=link)
-        locs = level_locations(spacing)
         truth = {}
+        if cutpoint_offset is not None:
+            offset = np.asarray(cutpoint_offset, dtype=float)
+            if offset.shape != (bias.size, spacing.size) or not np.all(np.isfinite(offset)):
+                raise ValueError(f"cutpoint_offset must be a finite (annotator, K - 1) = "
+                                 f"{(bias.size, spacing.size)} array, got shape {offset.shape}.")
+            if not np.allclose(offset.sum(axis=1), 0, atol=1e-9):
+                raise ValueError("each annotator's cutpoint_offset must sum to zero (their "
+                                 "mean is the bias); subtract the row means.")
+            truth["cutpoint_offset"] = ((D.ANNOTATOR, D.THRESHOLD), offset.copy())
+        conf = latent_confusion(bias, noise, spacing, link=link, cutpoint_offset=cutpoint_offset)
+        locs = level_locations(spacing)
         if guess_rate is not None:
             guess = np.broadcast_to(np.asarray(guess_rate, dtype=float), bias.shape)
             if np.any((guess < 0) | (guess > 1)):
