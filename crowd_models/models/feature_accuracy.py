@@ -765,7 +765,7 @@ def annotator_summary(fit, *, annotations: Annotations | None = None,
     rows = sparse.csr_matrix((np.ones(item_idx.size), (np.arange(item_idx.size),
                                                        annotator_idx)),
                              shape=(item_idx.size, J))
-    counts = np.asarray(rows.sum(axis=0)).ravel()
+    counts = np.bincount(annotator_idx, minlength=J)
     accuracy = np.empty_like(alpha)
     for lo in range(0, alpha.shape[0], 256):  # blocks of draws bound the memory
         a = alpha[lo:lo + 256, annotator_idx] + (gamma[lo:lo + 256] @ X.T)[:, item_idx]

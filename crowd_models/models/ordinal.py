@@ -720,7 +720,8 @@ def simulate(
     positive gaps summing to 1; default equal gaps for ``n_classes`` levels),
     optionally ``guess_rate`` (annotator or one number) and ``cutpoint_offset``
     (annotator, K-1; each row summing to zero, as ``annotator_cutpoints=True``
-    models it: the annotator's cut points are the sorted shared ones plus it).
+    models it: an annotator's cut points are the shared ones plus its row,
+    sorted).
     The truth holds ``bias``, ``noise``, ``level_spacing``, ``cutpoints``,
     the options given and the implied ``confusion``.
 
