@@ -161,9 +161,9 @@ def _coefficient_table(fit) -> pd.DataFrame | None:
     from crowd_models.inference import posterior_of
 
     post = posterior_of(fit)
-    names = [n for n in post.data_vars  # not the parts of a coefficient (Laplace, horseshoe)
+    names = [n for n in post.data_vars  # not the Laplace prior's parts of a coefficient
              if set(post[n].dims) - {"chain", "draw"} == {"feature"}
-             and not n.endswith(("_pos", "_neg", "_raw", "_local_scale"))]
+             and not n.endswith(("_pos", "_neg"))]
     if not names:
         return None
     columns = {}
