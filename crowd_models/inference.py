@@ -8,33 +8,63 @@ dims and coords as the families' EM Datasets, plus an item-level
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import time
 import warnings
 
 import numpy as np
 import pymc as pm
+import pymc.backends.arviz
+import pytensor.tensor as pt
 import xarray as xr
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import linear_sum_assignment, minimize
 
+from crowd_models import _compiled
 from crowd_models import _dims as D
 
 __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of"]
 
-MAX_GRADIENT = 1e-3
+MAX_GRADIENT = 1e-6
 """fit_map warns when the optimiser stops with a gradient entry (on the
-unconstrained scale) larger than this: the point is not a mode (the optimiser
-stalled, or the density is unbounded, as in a centred hierarchical model)."""
+unconstrained scale) larger than this times the number of observed items: the
+point is not a mode (the optimiser stalled, or the density is unbounded, as in
+a centred hierarchical model). The log posterior is a sum over items, so its
+gradient grows with their number; the per-item scale keeps the criterion from
+firing on large data sets whose fit agrees with EM to 1e-7."""
 
-POLISH_GRADIENT = 1e-6
+POLISH_GRADIENT = 1e-9
 """fit_map follows L-BFGS with a Newton trust-region polish (``trust-krylov``,
 exact Hessian-vector products) when L-BFGS stops with a gradient entry above
-this. L-BFGS ends on a failed line search once the objective's changes reach
-float64 precision, which on flat ridges (the dog data) left 1e-5 differences
-from the EM fixed point; the polish takes them to ~1e-10."""
+this times the number of observed items. L-BFGS ends on a failed line search
+once the objective's changes reach float64 precision, which on flat ridges
+(the dog data) left 1e-5 differences from the EM fixed point; the polish takes
+them to ~1e-10."""
+
+HESSP_STEP = 6e-6
+"""Relative step of the central-difference Hessian-vector products the polish
+uses (about the cube root of float64 precision)."""
 
 BOUNDARY = 1e-10
 """Start values on a boundary of their support are moved this far inside."""
+
+_METHOD_OPTIONS = {
+    "L-BFGS-B": ("ftol", "gtol", "maxiter", "maxfun", "maxcor", "maxls"),
+    "BFGS": ("gtol", "maxiter", "norm", "xrtol"),
+    "CG": ("gtol", "maxiter", "norm"),
+    "Newton-CG": ("xtol", "maxiter"),
+    "trust-krylov": ("gtol", "maxiter", "inexact"),
+    "trust-ncg": ("gtol", "maxiter"),
+    "TNC": ("ftol", "gtol", "xtol", "maxfun"),
+    "SLSQP": ("ftol", "maxiter"),
+    "Powell": ("ftol", "xtol", "maxiter", "maxfev"),
+    "Nelder-Mead": ("fatol", "xatol", "maxiter", "maxfev"),
+}
+"""The scipy.optimize.minimize methods fit_map accepts and the options each takes."""
+_USES_GRADIENT = {"L-BFGS-B", "BFGS", "CG", "Newton-CG", "trust-krylov", "trust-ncg", "TNC",
+                  "SLSQP"}
+_USES_HESSP = {"Newton-CG", "trust-krylov", "trust-ncg"}
 
 
 def posterior_of(fit) -> xr.Dataset:
@@ -51,8 +81,115 @@ def posterior_of(fit) -> xr.Dataset:
     )
 
 
+# ------------------------------------------------------ the model's functions
+class _Functions:
+    """The compiled functions of one model, each fetched from the structure cache
+    on first use (see :mod:`crowd_models._compiled`) and kept on the model."""
+
+    def __init__(self, model: pm.Model):
+        self.model = model
+        self.value_vars = list(model.continuous_value_vars)
+        if len(self.value_vars) != len(model.value_vars):
+            raise ValueError("fit_map and sample need a model whose free variables are all "
+                             "continuous (the families sum the discrete truth out).")
+        self.free_names = [model.values_to_rvs[v].name for v in self.value_vars]
+        self._bound = {}
+
+    def _get(self, kind, build):
+        bound = self._bound.get(kind)
+        if bound is None:
+            inputs, outputs = build()
+            bound = self._bound[kind] = _compiled.model_function(self.model, kind, inputs,
+                                                                 outputs)
+        else:
+            bound.refresh()
+        return bound
+
+    def logp_grad(self):
+        def build():
+            loss = -self.model.logp(jacobian=False)
+            return self.value_vars, [loss, *pt.grad(loss, self.value_vars)]
+        return self._get("logp_grad", build)
+
+    def nuts_logp_grad(self):
+        """The log density with the transforms' Jacobian (what NUTS samples) and its gradient."""
+        def build():
+            logp = self.model.logp()
+            return self.value_vars, [logp, *pt.grad(logp, self.value_vars)]
+        return self._get("nuts_logp_grad", build)
+
+    def hessp(self):
+        def build():
+            loss = -self.model.logp(jacobian=False)
+            ps, hp = _compiled.hessp_graph(loss, self.value_vars)
+            return [*self.value_vars, *ps], hp
+        return self._get("hessp", build)
+
+    def start(self):
+        """Untransformed free-variable values -> the value variables (transformed)."""
+        def build():
+            model, ins, outs = self.model, [], []
+            for name in self.free_names:
+                rv = model[name]
+                value = rv.type(name=name)
+                transform = model.rvs_to_transforms.get(rv)
+                ins.append(value)
+                outs.append(value if transform is None else
+                            transform.forward(value, *rv.owner.inputs))
+            return ins, outs
+        return self._get("start", build)
+
+    def point_names(self):
+        model = self.model
+        return (self.free_names, [d.name for d in model.deterministics],
+                [o.name for o in model.observed_RVs])
+
+    def point(self):
+        """Value variables -> free variables, deterministics and each observed
+        variable's element-wise log-likelihood."""
+        def build():
+            model = self.model
+            free, dets, _ = self.point_names()
+            wanted = set(free) | set(dets)
+            unobserved = {v.name: v for v in model.unobserved_value_vars if v.name in wanted}
+            outs = [unobserved[n] for n in (*free, *dets)]
+            outs += _compiled.elementwise_loglik(model)
+            return self.value_vars, outs
+        return self._get("point", build)
+
+
+def functions_of(model: pm.Model) -> _Functions:
+    fns = model.__dict__.get("_crowd_functions")
+    if fns is None:
+        fns = model.__dict__["_crowd_functions"] = _Functions(model)
+    return fns
+
+
+def _expected_shapes(model: pm.Model, names) -> dict:
+    """Each free variable's shape from its dims (None where it has none)."""
+    lengths = {}
+    for d, v in model.dim_lengths.items():
+        if hasattr(v, "get_value"):
+            lengths[d] = int(v.get_value())
+        elif model.coords.get(d) is not None:
+            lengths[d] = len(model.coords[d])
+    out = {}
+    for name in names:
+        dims = model.named_vars_to_dims.get(name)
+        rv = model[name]
+        if dims:
+            out[name] = (tuple(lengths[d] for d in dims) if all(d in lengths for d in dims)
+                         else None)
+        elif rv.type.ndim == 0:
+            out[name] = ()
+        else:
+            out[name] = None
+    return out
+
+
 def _start_point(model: pm.Model, start) -> dict | None:
-    """Untransformed start values by variable name, from an EM fit or a dict."""
+    """Untransformed start values by variable name, from an EM fit or a dict,
+    checked against the variables' shapes."""
     if start is None:
         return None
     if isinstance(start, xr.DataTree):
@@ -65,19 +202,39 @@ def _start_point(model: pm.Model, start) -> dict | None:
                 value = start[name]
                 value = value.isel({d: 0 for d in (D.CHAIN, D.DRAW) if d in value.dims})
                 point[name] = np.asarray(value.values, dtype=float)
-        return _inside_support(model, point)
-    if isinstance(start, dict):
+    elif isinstance(start, dict):
         unknown = set(start) - set(names)
         if unknown:
             raise ValueError(
                 f"start names unknown variables {sorted(unknown)}; the model's free variables "
                 f"are {names}."
             )
-        return _inside_support(model, {k: np.asarray(v, dtype=float) for k, v in start.items()})
-    raise TypeError(
-        f"start must be None (the model's majority-vote start), an EM Dataset, a fit "
-        f"DataTree or a dict, got {type(start).__name__}."
-    )
+        point = {}
+        for name, value in start.items():
+            try:
+                point[name] = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise TypeError(f"start[{name!r}] must be numeric, got {value!r}.") from None
+    else:
+        raise TypeError(
+            f"start must be None (the model's majority-vote start), an EM Dataset, a fit "
+            f"DataTree or a dict, got {type(start).__name__}."
+        )
+    for name, shape in _expected_shapes(model, point).items():
+        value = point[name]
+        if shape is not None and value.shape != shape:
+            if value.ndim == 0 and len(shape) >= 1:
+                raise ValueError(
+                    f"start[{name!r}] is a number, but {name} has shape {shape} "
+                    f"(dims {model.named_vars_to_dims.get(name)}); give an array of that shape."
+                )
+            raise ValueError(
+                f"start[{name!r}] has shape {value.shape}, but {name} has shape {shape} "
+                f"(dims {model.named_vars_to_dims.get(name)})."
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"start[{name!r}] holds non-finite values.")
+    return _inside_support(model, point)
 
 
 def _inside_support(model: pm.Model, point: dict) -> dict:
@@ -98,76 +255,339 @@ def _inside_support(model: pm.Model, point: dict) -> dict:
     return out
 
 
+def _unconstrained_start(model: pm.Model, start) -> list[np.ndarray]:
+    """The value variables (transformed scale) at ``start``: a fit, a dict (missing
+    variables from ``model.crowd_start``, else PyMC's initial point) or None."""
+    fns = functions_of(model)
+    point = _start_point(model, start) or {}
+    missing = [n for n in fns.free_names if n not in point]
+    if missing:
+        crowd = _start_point(model, getattr(model, "crowd_start", None)) or {}
+        point = {**{n: crowd[n] for n in missing if n in crowd}, **point}
+        missing = [n for n in fns.free_names if n not in point]
+    values = fns.start()(*[np.asarray(point.get(n, 0.0), dtype=float) for n in fns.free_names])
+    if missing:  # PyMC's default initial point, on the transformed scale
+        default = model.initial_point()
+        values = [np.asarray(default[v.name]) if n in missing else x
+                  for n, v, x in zip(fns.free_names, fns.value_vars, values, strict=True)]
+    return [np.asarray(v, dtype=float) for v in values]
+
+
+def _check_method(method: str, options: dict) -> str:
+    canonical = {m.lower(): m for m in _METHOD_OPTIONS}
+    if not isinstance(method, str) or method.lower() not in canonical:
+        raise ValueError(f"method={method!r} is not one fit_map supports; use one of "
+                         f"{list(_METHOD_OPTIONS)}.")
+    method = canonical[method.lower()]
+    unknown = set(options) - set(_METHOD_OPTIONS[method])
+    if unknown:
+        raise TypeError(f"fit_map(method={method!r}) got unknown option(s) {sorted(unknown)}; "
+                        f"it takes {list(_METHOD_OPTIONS[method])}.")
+    return method
+
+
+def _optimise(fns, x0, shapes, method, options, *, exact_hessp=True):
+    """scipy.optimize.minimize of the negative log posterior on the compiled functions.
+
+    Methods that use Hessian-vector products get the compiled exact one, or
+    with ``exact_hessp=False`` central differences of the gradient (step
+    ``HESSP_STEP`` times the scale of x over |p|: relative error ~1e-10, and
+    no Hessian graph to compile).
+    """
+    f = fns.logp_grad()
+
+    def fun(x):
+        out = f(*_compiled.split_vector(x, shapes))
+        return float(out[0]), _compiled.ravel_parts(out[1:])
+
+    kwargs = {}
+    if method in _USES_GRADIENT:
+        kwargs["jac"] = True
+    if method in _USES_HESSP and exact_hessp:
+        h = fns.hessp()
+
+        def hessp(x, p):
+            return _compiled.ravel_parts(h(*_compiled.split_vector(x, shapes),
+                                           *_compiled.split_vector(p, shapes)))
+        kwargs["hessp"] = hessp
+    elif method in _USES_HESSP:
+        def hessp(x, p):
+            norm = float(np.linalg.norm(p))
+            if norm == 0:
+                return np.zeros_like(p)
+            step = HESSP_STEP * (1.0 + float(np.linalg.norm(x)) / np.sqrt(x.size)) / norm
+            return (fun(x + step * p)[1] - fun(x - step * p)[1]) / (2 * step)
+        kwargs["hessp"] = hessp
+    objective = fun if method in _USES_GRADIENT else (lambda x: fun(x)[0])
+    with np.errstate(all="ignore"):
+        res = minimize(objective, x0, method=method, options=options, **kwargs)
+    if method not in _USES_GRADIENT or getattr(res, "jac", None) is None:
+        res.jac = fun(res.x)[1]
+    return res
+
+
 def fit_map(
     model: pm.Model,
     *,
     start=None,
+    method: str = "L-BFGS-B",
     ftol: float = 1e-15,
     gtol: float = 1e-9,
     progressbar: bool = False,
     polish: bool = True,
-    **optimizer_kwargs,
+    **options,
 ) -> xr.DataTree:
     """The posterior mode (MAP) of a family's model.
 
-    ``pm.find_MAP`` maximises ``model.logp(jacobian=False)``, the log posterior
-    in the original parameter space, the same objective the families' EM climbs.
-    ``start=None`` starts at ``model.crowd_start``, the majority-vote start the
-    factories attach (the one their EM uses), or at the model's default initial
-    point for a model without it; an EM fit, a fit DataTree or a dict of values
-    by variable name is used as given. With the tight default tolerances the
-    result matches the EM fixed point from the same start to ~1e-8.
+    Maximises ``model.logp(jacobian=False)``, the log posterior in the original
+    parameter space (the objective ``pm.find_MAP`` uses and the families' EM
+    climbs), with scipy's optimiser on compiled log-density and gradient
+    functions that are cached per model structure: a second fit, on this or
+    any model of the same family, options and prior structure, compiles
+    nothing. ``start=None`` starts at ``model.crowd_start``, the majority-vote
+    start the factories attach (the one their EM uses), or at the model's
+    default initial point for a model without it; an EM fit, a fit DataTree
+    or a dict of values by variable name is used as given (variables a dict
+    leaves out come from ``model.crowd_start``). With the tight default
+    tolerances the result matches the EM fixed point from the same start to
+    ~1e-8.
 
-    ``polish=True``: when L-BFGS stops with its largest gradient entry
-    between :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` (near a mode, but
-    short of it), a ``trust-krylov`` Newton run continues from its
-    point, and its result is kept if it reaches a smaller gradient without
-    lowering the objective (``attrs["polished"]``). Extra keyword arguments
-    go to ``pm.find_MAP`` (e.g. ``method=``).
+    ``method`` is a ``scipy.optimize.minimize`` method (default L-BFGS-B);
+    ``ftol``/``gtol`` go to the methods that take them, and further options
+    (``maxiter``, ``maxfun``, ...) are checked against the method's. ``polish=True``:
+    when L-BFGS-B stops with its largest gradient entry between
+    :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` per observed item (near a
+    mode, but short of it), a ``trust-krylov`` Newton run with exact
+    Hessian-vector products continues from its point, and its result is kept
+    if it reaches a smaller gradient without lowering the objective
+    (``attrs["polished"]``).
 
     Returns a DataTree with ``posterior`` (chain=1, draw=1), ``log_likelihood``
-    (per item), ``observed_data``, ``constant_data`` and the optimiser's
-    report; ``attrs["log_posterior"]`` is the maximised objective.
+    (per item), ``observed_data``, ``constant_data`` and ``optimizer_result``
+    (the final stage; ``attrs["stages"]`` describes each);
+    ``attrs["log_posterior"]`` is the maximised objective.
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"fit_map expects a pymc Model, got {type(model).__name__}.")
+    method = _check_method(method, options)
+    t0 = time.perf_counter()
+    fns = functions_of(model)
     if start is None:
         start = getattr(model, "crowd_start", None)
-    t0 = time.perf_counter()
-    def run(initvals, **kwargs):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*find_MAP should not be used.*")
-            warnings.filterwarnings("ignore", message="The optimizer did not converge")
-            fit = pm.find_MAP(initvals=initvals, model=model, return_inferencedata=True,
-                              jitter=False, progressbar=progressbar,
-                              idata_kwargs={"log_likelihood": True}, **kwargs)
-        result = fit["optimizer_result"]
-        return fit, result, float(np.abs(result["jac"]).max())
-
-    fit, result, max_grad = run(_start_point(model, start), ftol=ftol, gtol=gtol,
-                                **optimizer_kwargs)
+    x0_parts = _unconstrained_start(model, start)
+    shapes = [np.shape(v) for v in x0_parts]
+    x0 = _compiled.ravel_parts(x0_parts)
+    n = max(x0.size, 1)
+    opts = dict(options)
+    for name, value in (("ftol", ftol), ("gtol", gtol)):
+        if name in _METHOD_OPTIONS[method]:
+            opts.setdefault(name, value)
+    if method == "L-BFGS-B":  # pm.find_MAP's budget
+        opts.setdefault("maxiter", 200 * n)
+        opts.setdefault("maxfun", 200 * n)
+    f0 = fns.logp_grad()(*x0_parts)
+    if not np.isfinite(f0[0]):
+        raise ValueError("the log posterior is not finite at the start; give a start inside "
+                         "the priors' support (fit_map(model, start=...)).")
+    progress = _progress(progressbar, "MAP")
+    res = _optimise(fns, x0, shapes, method, opts)
+    progress.close()
+    n_obs = _n_observed(model)
+    max_grad = float(np.max(np.abs(res.jac))) if res.jac.size else 0.0
+    stages = [_stage(method, res, max_grad)]
     polished = False
-    # polish a stop near a mode; not a run cut short on purpose (maxiter) or a
-    # stop far from any mode (that is reported below)
-    if polish and "maxiter" not in optimizer_kwargs and POLISH_GRADIENT < max_grad <= MAX_GRADIENT:
-        fit2, result2, grad2 = run(_start_point(model, fit), method="trust-krylov",
-                                   gtol=min(gtol, 1e-10))
-        fun, fun2 = float(result["fun"]), float(result2["fun"])
-        if grad2 < max_grad and fun2 <= fun + 1e-12 * max(1.0, abs(fun)):
-            fit, result, max_grad, polished = fit2, result2, grad2, True
+    if (polish and method == "L-BFGS-B" and "maxiter" not in options
+            and POLISH_GRADIENT * n_obs < max_grad <= MAX_GRADIENT * n_obs):
+        res2 = _optimise(fns, res.x, shapes, "trust-krylov", {"gtol": min(gtol, 1e-10)},
+                         exact_hessp=False)
+        grad2 = float(np.max(np.abs(res2.jac)))
+        stages.append(_stage("trust-krylov", res2, grad2))
+        if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
+            res, max_grad, polished = res2, grad2, True
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
-    if max_grad > MAX_GRADIENT:
+    if max_grad > MAX_GRADIENT * n_obs:
         warnings.warn(
-            f"the MAP optimiser stopped without converging ({result['message'].item()}, "
-            f"largest gradient {max_grad:.2g}); try another start.", UserWarning, stacklevel=2,
+            f"the MAP optimiser stopped without converging ({res.message}, largest gradient "
+            f"{max_grad:.2g} over {n_obs} observed items); try another start.",
+            UserWarning, stacklevel=2,
         )
-    fit.attrs["log_posterior"] = -float(result["fun"])
-    fit.attrs["max_gradient"] = max_grad
-    fit.attrs["polished"] = int(polished)
-    fit.attrs["method"] = "map"
-    fit.attrs["seconds"] = time.perf_counter() - t0
+    fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
+    fit["optimizer_result"] = xr.DataTree(_result_dataset(res, method if not polished else
+                                                          "trust-krylov", fns, shapes))
+    fit.attrs.update(
+        log_posterior=-float(res.fun), max_gradient=max_grad, polished=int(polished),
+        method="map", stages=json.dumps(stages), seconds=time.perf_counter() - t0,
+    )
     return fit
+
+
+def _stage(method, res, max_grad) -> dict:
+    """One optimiser run, as reported in ``attrs["stages"]``."""
+    return {"method": method, "success": bool(res.success), "message": str(res.message),
+            "iterations": int(res.get("nit", -1)), "evaluations": int(res.get("nfev", -1)),
+            "log_posterior": -float(res.fun), "max_gradient": max_grad}
+
+
+def _n_observed(model: pm.Model) -> int:
+    """The number of observed elements (items, for the families)."""
+    obs = pm.backends.arviz.find_observations(model)
+    return max(1, sum(int(np.size(v)) for v in obs.values()))
+
+
+def _progress(progressbar: bool, what: str):
+    """A no-op stand-in for the optimiser's progress display (quiet by default)."""
+    class _Quiet:
+        def close(self):
+            pass
+    return _Quiet()
+
+
+def _result_dataset(res, method, fns, shapes) -> xr.Dataset:
+    names = []
+    for v, shape in zip(fns.value_vars, shapes, strict=True):
+        size = int(np.prod(shape, dtype=int))
+        names += [v.name] if shape == () else [f"{v.name}[{i}]" for i in range(size)]
+    per = ("variables",)
+    return xr.Dataset(
+        {"x": (per, np.asarray(res.x, dtype=float)), "jac": (per, np.asarray(res.jac)),
+         "fun": float(res.fun), "success": bool(res.success), "status": int(res.status),
+         "message": str(res.message), "nit": int(res.get("nit", -1)),
+         "nfev": int(res.get("nfev", -1)), "method": method},
+        coords={"variables": names},
+    )
+
+
+def _coords(model: pm.Model, dims, shape) -> dict:
+    out = {}
+    for d, size in zip(dims, shape, strict=True):
+        values = model.coords.get(d)
+        out[d] = np.asarray(values) if values is not None and len(values) == size else (
+            np.arange(size))
+    return out
+
+
+def _group(model: pm.Model, values: dict, sample_dims: tuple) -> xr.Dataset:
+    """A Dataset of named arrays whose leading axes are ``sample_dims``, with the
+    model's dims and coords."""
+    data, coords = {}, {}
+    for name, value in values.items():
+        value = np.asarray(value)
+        rest = value.shape[len(sample_dims):]
+        dims = tuple(model.named_vars_to_dims.get(name) or ()) or tuple(
+            f"{name}_dim_{i}" for i in range(len(rest)))
+        data[name] = ((*sample_dims, *dims), value)
+        coords.update(_coords(model, dims, rest))
+    for d, size in zip(sample_dims, next(iter(values.values())).shape if values else (),
+                       strict=False):
+        coords[d] = np.arange(size)
+    return xr.Dataset(data, coords=coords)
+
+
+def _data_groups(model: pm.Model) -> dict:
+    """``observed_data`` and ``constant_data`` of the model."""
+    out = {}
+    for group, values in (("observed_data", pm.backends.arviz.find_observations(model)),
+                          ("constant_data", pm.backends.arviz.find_constants(model))):
+        if values:
+            out[group] = xr.DataTree(_group(model, {k: np.asarray(v) for k, v in values.items()},
+                                            ()))
+    return out
+
+
+def _point_outputs(model: pm.Model, value_parts, sample_shape=()) -> tuple[dict, dict]:
+    """(posterior values, element-wise log-likelihoods) at the value variables;
+    with ``sample_shape``, every part carries those leading axes and the compiled
+    point function is applied draw by draw."""
+    fns = functions_of(model)
+    free, dets, observed = fns.point_names()
+    names = [*free, *dets]
+    f = fns.point()
+    if not sample_shape:
+        outs = f(*value_parts)
+        post = {n: np.asarray(o)[None, None] for n, o in zip(names, outs, strict=False)}
+        ll = {n: np.asarray(o)[None, None] for n, o in zip(observed, outs[len(names):],
+                                                           strict=True)}
+        return post, ll
+    flat = [np.reshape(p, (-1, *np.shape(p)[len(sample_shape):])) for p in value_parts]
+    rows = [f(*[np.asarray(p[i]) for p in flat]) for i in range(flat[0].shape[0] if flat else 0)]
+    stacked = [np.stack([r[k] for r in rows]) for k in range(len(names) + len(observed))]
+    shaped = [s.reshape(*sample_shape, *s.shape[1:]) for s in stacked]
+    return (dict(zip(names, shaped[:len(names)], strict=True)),
+            dict(zip(observed, shaped[len(names):], strict=True)))
+
+
+def _point_tree(model: pm.Model, value_parts) -> xr.DataTree:
+    post, ll = _point_outputs(model, value_parts)
+    groups = {"posterior": xr.DataTree(_group(model, post, (D.CHAIN, D.DRAW))),
+              "log_likelihood": xr.DataTree(_group(model, ll, (D.CHAIN, D.DRAW)))}
+    return xr.DataTree(children={**groups, **_data_groups(model)})
+
+
+SAMPLERS = ("pymc", "nutpie", "numpyro", "blackjax")
+"""The NUTS implementations :func:`sample` runs. ``"pymc"`` (the default) is
+PyMC's sampler on the cached compiled log density (no compilation after a
+model of the same structure has been fitted); the others go through
+``pm.sample(nuts_sampler=...)`` and compile their own code on every call."""
+
+_SAMPLER_PACKAGE = {"nutpie": "nutpie", "numpyro": "numpyro", "blackjax": "blackjax"}
+
+
+def _check_count(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+    return int(value)
+
+
+def _check_sampler(nuts_sampler) -> str:
+    if nuts_sampler is None:
+        return "pymc"
+    if nuts_sampler not in SAMPLERS:
+        raise ValueError(f"nuts_sampler={nuts_sampler!r} is unknown; use one of {list(SAMPLERS)}.")
+    package = _SAMPLER_PACKAGE.get(nuts_sampler)
+    if package is not None and importlib.util.find_spec(package) is None:
+        extra = "crowd_models[jax]" if package in ("numpyro", "blackjax") else package
+        raise ValueError(f"nuts_sampler={nuts_sampler!r} needs the package {package!r}, which "
+                         f"is not installed: pip install {extra!r}.")
+    return nuts_sampler
+
+
+class _NutsLogp:
+    """What PyMC's NUTS calls for the log density and its gradient: the cached
+    compiled function (jacobian included) on one raveled vector."""
+
+    _raveled_inputs = True
+    _extra_vars_shared: dict = {}
+    dtype = "float64"
+    trust_input = True
+
+    def __init__(self, bound, shapes):
+        self.bound, self.shapes = bound, shapes
+
+    def _pytensor_function(self, q):
+        out = self.bound(*_compiled.split_vector(q, self.shapes))
+        return np.asarray(out[0]), _compiled.ravel_parts(out[1:])
+
+    def set_extra_values(self, values):
+        pass
+
+    def __getstate__(self):
+        # the compiled function is written with cloudpickle (PyMC's pickler for
+        # parallel chains); the structure cache is not
+        return {"fn": self.bound.compiled.fn, "data": self.bound.data, "shapes": self.shapes}
+
+    def __setstate__(self, state):
+        compiled = _compiled._Compiled(state["fn"], 0)
+        self.bound = _compiled.BoundFunction.__new__(_compiled.BoundFunction)
+        self.bound.compiled, self.bound.sources, self.bound.cache_hit = compiled, [], True
+        self.bound.data = state["data"]
+        self.shapes = state["shapes"]
+
+
+def _identity(*values):
+    return values
 
 
 def sample(
@@ -179,7 +599,7 @@ def sample(
     cores: int | None = None,
     random_seed=None,
     start="map",
-    nuts_sampler: str | None = None,
+    nuts_sampler: str | None = "pymc",
     target_accept: float = 0.9,
     progressbar: bool = True,
     **kwargs,
@@ -190,10 +610,19 @@ def sample(
     there, which keeps chains in the mode that agrees with majority vote;
     ``start=None`` uses the majority-vote start (``model.crowd_start``); an EM fit or
     a dict is used as given. Chains run in parallel on up to ``cores``
-    processes (default: one per chain, at most the machine's CPU count). The
-    result has ``posterior`` (with
-    ``item_class_prob``), ``sample_stats``, an item-level ``log_likelihood``
-    group, ``observed_data`` and ``constant_data``.
+    processes (default: one per chain, at most the machine's CPU count).
+    ``nuts_sampler`` is one of :data:`SAMPLERS`: ``"pymc"`` (default) runs
+    PyMC's NUTS on the log density compiled once per model structure (the MAP
+    start and the item log-likelihoods reuse the cached functions, so a warm
+    call compiles nothing); ``"nutpie"``, ``"numpyro"`` and ``"blackjax"``
+    (the last two from the ``crowd_models[jax]`` extra; on a GPU when JAX sees
+    one) compile their own code. Extra keyword arguments go to PyMC's NUTS
+    (e.g. ``max_treedepth``) or to ``pm.sample`` for the other samplers.
+
+    The result has ``posterior`` (with ``item_class_prob``), ``sample_stats``,
+    an item-level ``log_likelihood`` group, ``observed_data`` and
+    ``constant_data``; ``attrs`` hold ``seconds`` (the whole call) and
+    ``sampling_seconds``.
 
     The likelihood is symmetric under relabelling the classes. Chains whose
     most probable labels match a permutation of the start's labels better than
@@ -203,45 +632,71 @@ def sample(
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"sample expects a pymc Model, got {type(model).__name__}.")
+    draws = _check_count(draws, "draws", 1)
+    tune = _check_count(tune, "tune", 0)
+    chains = _check_count(chains, "chains", 1)
+    if cores is not None:
+        cores = _check_count(cores, "cores", 1)
+    if not 0 < target_accept < 1:
+        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept}.")
+    nuts_sampler = _check_sampler(nuts_sampler)
+    t0 = time.perf_counter()
+    fns = functions_of(model)
     reference = None
-    initvals = None
     if isinstance(start, str):
         if start != "map":
             raise ValueError(f"start={start!r}: use 'map', None, an EM fit or a dict.")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # judged just below
-            # a start for NUTS needs no Newton polish (whose Hessian graph can
-            # take longer to compile than the sampling)
+            # a start for NUTS needs no Newton polish
             map_fit = fit_map(model, polish=False)
-        initvals = _start_point(model, map_fit)
-        reference = posterior_of(map_fit)
+        reference = map_fit
+        x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
         # a large gradient or infinite coordinates at the optimiser's stop mean the
         # density is unbounded there, e.g. a centred hierarchical scale -> 0
-        x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
-        if not np.all(np.isfinite(x)) or map_fit.attrs["max_gradient"] > MAX_GRADIENT:
+        if not np.all(np.isfinite(x)) or (
+                map_fit.attrs["max_gradient"] > MAX_GRADIENT * _n_observed(model)):
             warnings.warn(
                 "the posterior mode is degenerate (e.g. a centred hierarchical scale "
                 "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
                 "start=None to skip the MAP.", UserWarning, stacklevel=2,
             )
-            initvals = _start_point(model, getattr(model, "crowd_start", None))
-    elif start is not None:
-        initvals = _start_point(model, start)
-        reference = posterior_of(start) if isinstance(start, xr.Dataset | xr.DataTree) else None
+            parts = _unconstrained_start(model, None)
+        else:
+            parts = _compiled.split_vector(x, [np.shape(v) for v in
+                                               _unconstrained_start(model, posterior_of(map_fit))])
     else:
-        initvals = _start_point(model, getattr(model, "crowd_start", None))
-    t0 = time.perf_counter()
-    idata = pm.sample(
-        draws=draws, tune=tune, chains=chains, random_seed=random_seed, model=model,
-        cores=min(chains, os.cpu_count() or 1) if cores is None else cores,
-        initvals=initvals, nuts_sampler=nuts_sampler, target_accept=target_accept,
-        progressbar=progressbar, **kwargs,
-    )
-    pm.compute_log_likelihood(idata, model=model, progressbar=False)
-    idata.attrs["seconds"] = time.perf_counter() - t0
-    idata.attrs["method"] = "nuts"
+        parts = _unconstrained_start(model, start)
+        if isinstance(start, xr.Dataset | xr.DataTree):
+            reference = start
+        elif start is None:
+            reference = None
+    shapes = [np.shape(v) for v in parts]
+    cores = min(chains, os.cpu_count() or 1) if cores is None else cores
+    t_sample = time.perf_counter()
+    if nuts_sampler == "pymc":
+        value_draws, stats = _pymc_nuts(model, fns, parts, shapes, draws=draws, tune=tune,
+                                        chains=chains, cores=cores, random_seed=random_seed,
+                                        target_accept=target_accept, progressbar=progressbar,
+                                        **kwargs)
+    else:
+        value_draws, stats = _external_nuts(model, fns, parts, nuts_sampler, draws=draws,
+                                            tune=tune, chains=chains, cores=cores,
+                                            random_seed=random_seed,
+                                            target_accept=target_accept,
+                                            progressbar=progressbar, **kwargs)
+    sampling_seconds = time.perf_counter() - t_sample
+    post, ll = _point_outputs(model, value_draws, sample_shape=(chains, draws))
+    idata = xr.DataTree(children={
+        "posterior": xr.DataTree(_group(model, post, (D.CHAIN, D.DRAW))),
+        "sample_stats": xr.DataTree(_group(model, stats, (D.CHAIN, D.DRAW))),
+        "log_likelihood": xr.DataTree(_group(model, ll, (D.CHAIN, D.DRAW))),
+        **_data_groups(model),
+    })
+    idata.attrs.update(method="nuts", nuts_sampler=nuts_sampler,
+                       sampling_seconds=sampling_seconds)
     if "item_class_prob" in idata.posterior and reference is not None and (
-            "item_class_prob" in reference):
+            "item_class_prob" in posterior_of(reference)):
         switched = label_switched_chains(idata, reference)
         idata.attrs["label_switched_chains"] = switched
         if switched:
@@ -251,7 +706,78 @@ def sample(
                 f"themselves); drop them (idata.sel(chain=...)) or use stronger "
                 f"diagonal-favouring priors.", UserWarning, stacklevel=2,
             )
+    idata.attrs["seconds"] = time.perf_counter() - t0
     return idata
+
+
+def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
+               target_accept, progressbar, **kwargs):
+    """PyMC's NUTS on the cached compiled log density: (value-variable draws, stats)."""
+    from pymc.backends.ndarray import NDArray
+    from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
+
+    bound = fns.nuts_logp_grad()
+    x0 = _compiled.ravel_parts(parts)
+    point = {v.name: np.asarray(p) for v, p in zip(fns.value_vars, parts, strict=True)}
+    rng = np.random.default_rng(random_seed)
+    potential = QuadPotentialDiagAdapt(x0.size, x0, np.ones(x0.size), 10, rng=rng.spawn(1)[0])
+    step = pm.NUTS(vars=fns.value_vars, model=model, potential=potential,
+                   target_accept=target_accept, initial_point=point,
+                   logp_dlogp_func=_NutsLogp(bound, shapes), rng=rng.spawn(1)[0], **kwargs)
+    trace = NDArray(model=model, vars=fns.value_vars, fn=_identity,
+                    var_shapes={k: v.shape for k, v in point.items()},
+                    var_dtypes={k: v.dtype for k, v in point.items()})
+    names = [v.name for v in fns.value_vars]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*initial_point.*")
+        result = pm.sample(
+            draws=draws, tune=tune, chains=chains, cores=cores, model=model, step=step,
+            trace=trace, initvals=[point] * chains, random_seed=rng.integers(2**31),
+            progressbar=progressbar, return_inferencedata=False,
+            compute_convergence_checks=False, discard_tuned_samples=True,
+        )
+    value_draws = [np.stack(result.get_values(n, combine=False)) for n in names]
+    stats = {}
+    for name in result.stat_names:
+        try:
+            values = np.stack(result.get_sampler_stats(name, combine=False))
+        except (ValueError, TypeError):
+            continue
+        if values.ndim >= 2 and values.dtype != object:
+            stats[name] = values
+    return value_draws, stats
+
+
+def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, cores,
+                   random_seed, target_accept, progressbar, **kwargs):
+    """nutpie, NumPyro or BlackJAX through ``pm.sample``: (value-variable draws, stats)."""
+    post_start = dict(zip(fns.free_names, _untransform(model, parts), strict=True))
+    idata = pm.sample(
+        draws=draws, tune=tune, chains=chains, cores=cores, model=model,
+        random_seed=random_seed, initvals=post_start, nuts_sampler=nuts_sampler,
+        target_accept=target_accept, progressbar=progressbar,
+        compute_convergence_checks=False, **kwargs,
+    )
+    post = idata["posterior"].to_dataset()
+    to_values = fns.start()
+    flat = {n: np.asarray(post[n].values) for n in fns.free_names}
+    rows = [to_values(*[np.asarray(flat[n][c, d]) for n in fns.free_names])
+            for c in range(chains) for d in range(draws)]
+    value_draws = [np.stack([r[k] for r in rows]).reshape(chains, draws, *np.shape(rows[0][k]))
+                   for k in range(len(fns.free_names))]
+    stats = {}
+    if "sample_stats" in idata.children:
+        for name, values in idata["sample_stats"].to_dataset().data_vars.items():
+            if values.dims[:2] == (D.CHAIN, D.DRAW) and values.ndim == 2:
+                stats[name] = np.asarray(values.values)
+    return value_draws, stats
+
+
+def _untransform(model, parts):
+    """Free-variable values at value-variable values ``parts`` (one point)."""
+    fns = functions_of(model)
+    outs = fns.point()(*parts)
+    return [np.asarray(o) for o in outs[:len(fns.free_names)]]
 
 
 def label_switched_chains(idata, reference) -> list[int]:

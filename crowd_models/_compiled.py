@@ -1,0 +1,173 @@
+"""Compiled log-density functions, built once per model structure.
+
+A family's model keeps its data out of the graph (``pm.Data`` and the
+symbolic dim lengths), but PyMC still bakes array-valued prior parameters
+into it as constants, and ``pm.find_MAP``/``pm.sample`` rewrite and compile
+the graph anew on every call. Here each graph a fit needs (log density and
+gradient, a Hessian-vector product, the start transform, the point outputs)
+has its data, dim lengths and every non-scalar constant replaced by explicit
+inputs, and is compiled once per *structure*: the graph's operations and
+their wiring, the input types and the remaining scalar constants. Two models
+of the same family, options and prior structure share one compiled function,
+whatever their data or numbers of items and annotators; a model of another
+variant or prior structure gets a graph with another key, hence its own
+function. :data:`COMPILE_COUNT` counts the compilations (tests use it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.type import TensorType
+
+__all__ = ["model_function", "COMPILE_COUNT", "clear_cache"]
+
+COMPILE_COUNT: Counter = Counter()
+"""Compilations made here, by kind of function (``"logp_grad"``, ``"hessp"``,
+``"start"``, ``"point"``)."""
+
+_CACHE: dict = {}
+_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every compiled function (the next fit of each structure compiles)."""
+    with _LOCK:
+        _CACHE.clear()
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    fn: object  # the pytensor Function
+    n_outputs: int
+
+
+@dataclass
+class BoundFunction:
+    """A cached compiled function and the model variables that feed its data inputs.
+
+    ``bound(*values)`` calls the compiled function with ``values`` (one array
+    per input the caller named) followed by the model's data, read when the
+    function was bound or last :meth:`refresh`-ed (``pm.set_data`` between
+    fits is seen by the next fit).
+    """
+
+    compiled: _Compiled
+    sources: list
+    cache_hit: bool
+
+    def __post_init__(self):
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.data = [np.asarray(v.get_value(borrow=True) if isinstance(v, SharedVariable)
+                                else v.data) for v in self.sources]
+
+    def __call__(self, *values):
+        return self.compiled.fn(*values, *self.data)
+
+
+def _generic_type(var: Variable) -> TensorType:
+    """The variable's tensor type with every static length other than 1 unknown
+    (a length-1 axis keeps its broadcasting meaning)."""
+    shape = tuple(1 if s == 1 else None for s in var.type.shape)
+    return TensorType(var.type.dtype, shape=shape)
+
+
+def _structure_key(inputs, outputs) -> tuple:
+    """A hashable description of the graph: input types, then each node's op
+    and the positions of its inputs, scalar constants by value."""
+    position = {var: i for i, var in enumerate(inputs)}
+    key: list = [tuple(("in", var.type) for var in inputs)]
+    for node in io_toposort(inputs, outputs):
+        refs = []
+        for var in node.inputs:
+            if var not in position:
+                if not isinstance(var, Constant):  # pragma: no cover - inputs cover the rest
+                    raise RuntimeError(f"graph input {var} was not lifted")
+                position[var] = len(position)
+                key.append(("const", var.signature()))
+            refs.append(position[var])
+        key.append((node.op, tuple(refs)))
+        for out in node.outputs:
+            position[out] = len(position)
+    key.append(("out", tuple(position[o] for o in outputs)))
+    return tuple(key)
+
+
+def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None) -> BoundFunction:
+    """Compile (or fetch) ``outputs`` as a function of ``inputs`` and the model's data.
+
+    ``inputs`` are the symbolic variables the caller will pass (value
+    variables, or placeholders); every other graph input (shared data, dim
+    lengths, array constants) becomes a trailing input whose value is bound
+    from ``model``. The compiled function is looked up by the structure of the
+    lifted graph, so it serves every model with the same structure.
+    """
+    outputs = list(outputs)
+    inputs = list(inputs)
+    replace, sources = {}, []
+    for var in inputs:
+        replace[var] = _generic_type(var)(name=var.name)
+    for var in graph_inputs(outputs):
+        if var in replace or (isinstance(var, Constant) and getattr(var.type, "ndim", 0) == 0):
+            continue
+        if not (isinstance(var, SharedVariable | Constant) and isinstance(var.type, TensorType)):
+            raise ValueError(
+                f"the graph needs {var} ({var.type}), which is neither a value variable "
+                f"nor tensor data; pass it as an input."
+            )
+        replace[var] = _generic_type(var)(name=var.name)
+        sources.append(var)
+    new_outputs = clone_replace(outputs, replace=replace, rebuild_strict=False)
+    sym_inputs = [replace[v] for v in inputs] + [replace[v] for v in sources]
+    key = (kind, _structure_key(sym_inputs, new_outputs), str(mode))
+    with _LOCK:
+        compiled = _CACHE.get(key)
+        hit = compiled is not None
+        if not hit:
+            fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
+                                   on_unused_input="ignore", trust_input=True)
+            compiled = _Compiled(fn, len(new_outputs))
+            _CACHE[key] = compiled
+            COMPILE_COUNT[kind] += 1
+    return BoundFunction(compiled, sources, hit)
+
+
+def ravel_parts(parts) -> np.ndarray:
+    """Concatenate arrays into one float64 vector."""
+    return np.concatenate([np.ravel(np.asarray(p, dtype=float)) for p in parts]) if parts else (
+        np.zeros(0))
+
+
+def split_vector(x: np.ndarray, shapes) -> list[np.ndarray]:
+    """The inverse of :func:`ravel_parts` for the given shapes."""
+    out, offset = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=int))
+        out.append(x[offset:offset + size].reshape(shape))
+        offset += size
+    return out
+
+
+def elementwise_loglik(model: pm.Model) -> list:
+    """Each observed variable's log-density, element by element (symbolic)."""
+    return model.logp(vars=model.observed_RVs, sum=False)
+
+
+def hessp_graph(loss, value_vars):
+    """Symbolic Hessian-vector product of ``loss``: (placeholders p, H @ p per variable)."""
+    grads = pt.grad(loss, value_vars)
+    ps = [v.type(name=f"{v.name}_p") for v in value_vars]
+    inner = pt.add(*[pt.sum(g * p) for g, p in zip(grads, ps, strict=True)])
+    return ps, pt.grad(inner, value_vars)
