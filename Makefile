@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --locked --extra dev
+	$(UV) sync --locked --extra dev --extra jax
 	@touch $@
 
 demo: .venv/.synced

@@ -26,7 +26,6 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.tensor.type import TensorType
 
@@ -105,6 +104,55 @@ def _structure_key(inputs, outputs) -> tuple:
     return tuple(key)
 
 
+def _lift(inputs, outputs):
+    """Rebuild the graph with ``inputs``, shared variables and array constants as
+    placeholders of generic types: (placeholders, outputs, the variables that feed
+    the data placeholders). Each *use* of an array constant gets its own
+    placeholder: PyMC may or may not reuse one constant object for equal values
+    (two Beta priors with the same parameters), and the structure must not
+    depend on that."""
+    memo, placeholders, sources = {}, [], []
+    for var in inputs:
+        memo[var] = _generic_type(var)(name=var.name)
+        placeholders.append(memo[var])
+
+    def lifted(var):
+        placeholder = _generic_type(var)(name=var.name)
+        placeholders.append(placeholder)
+        sources.append(var)
+        return placeholder
+
+    def check(var):
+        if not (isinstance(var, SharedVariable | Constant) and isinstance(var.type, TensorType)):
+            raise ValueError(
+                f"the graph needs {var} ({var.type}), which is neither a value variable "
+                f"nor tensor data; pass it as an input."
+            )
+
+    for var in graph_inputs(outputs):
+        if var not in memo and not isinstance(var, Constant):
+            check(var)
+            memo[var] = lifted(var)
+    for node in io_toposort(list(memo), outputs):
+        new_inputs = []
+        for var in node.inputs:
+            if var in memo:
+                new_inputs.append(memo[var])
+            elif isinstance(var, Constant) and getattr(var.type, "ndim", 0) >= 1:
+                check(var)
+                new_inputs.append(lifted(var))
+            else:  # a scalar constant: part of the structure
+                new_inputs.append(var)
+        new_node = node.clone_with_new_inputs(new_inputs, strict=False)
+        memo.update(zip(node.outputs, new_node.outputs, strict=True))
+    new_outputs = []
+    for out in outputs:
+        if out not in memo:  # an output that is a constant
+            memo[out] = lifted(out) if getattr(out.type, "ndim", 0) >= 1 else out
+        new_outputs.append(memo[out])
+    return placeholders, new_outputs, sources
+
+
 def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None) -> BoundFunction:
     """Compile (or fetch) ``outputs`` as a function of ``inputs`` and the model's data.
 
@@ -116,21 +164,7 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None) ->
     """
     outputs = list(outputs)
     inputs = list(inputs)
-    replace, sources = {}, []
-    for var in inputs:
-        replace[var] = _generic_type(var)(name=var.name)
-    for var in graph_inputs(outputs):
-        if var in replace or (isinstance(var, Constant) and getattr(var.type, "ndim", 0) == 0):
-            continue
-        if not (isinstance(var, SharedVariable | Constant) and isinstance(var.type, TensorType)):
-            raise ValueError(
-                f"the graph needs {var} ({var.type}), which is neither a value variable "
-                f"nor tensor data; pass it as an input."
-            )
-        replace[var] = _generic_type(var)(name=var.name)
-        sources.append(var)
-    new_outputs = clone_replace(outputs, replace=replace, rebuild_strict=False)
-    sym_inputs = [replace[v] for v in inputs] + [replace[v] for v in sources]
+    sym_inputs, new_outputs, sources = _lift(inputs, outputs)
     key = (kind, _structure_key(sym_inputs, new_outputs), str(mode))
     with _LOCK:
         compiled = _CACHE.get(key)

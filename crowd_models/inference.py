@@ -331,8 +331,8 @@ def fit_map(
     *,
     start=None,
     method: str = "L-BFGS-B",
-    ftol: float = 1e-15,
-    gtol: float = 1e-9,
+    ftol: float | None = None,
+    gtol: float | None = None,
     progressbar: bool = False,
     polish: bool = True,
     **options,
@@ -353,7 +353,8 @@ def fit_map(
     ~1e-8.
 
     ``method`` is a ``scipy.optimize.minimize`` method (default L-BFGS-B);
-    ``ftol``/``gtol`` go to the methods that take them, and further options
+    ``ftol`` (default 1e-15) and ``gtol`` (1e-9) go to the methods that take
+    them (giving one to a method without it is an error), and further options
     (``maxiter``, ``maxfun``, ...) are checked against the method's. ``polish=True``:
     when L-BFGS-B stops with its largest gradient entry between
     :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` per observed item (near a
@@ -369,7 +370,9 @@ def fit_map(
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"fit_map expects a pymc Model, got {type(model).__name__}.")
-    method = _check_method(method, options)
+    explicit = {k: v for k, v in (("ftol", ftol), ("gtol", gtol)) if v is not None}
+    method = _check_method(method, {**options, **explicit})
+    gtol = 1e-9 if gtol is None else gtol
     t0 = time.perf_counter()
     fns = functions_of(model)
     if start is None:
@@ -379,7 +382,7 @@ def fit_map(
     x0 = _compiled.ravel_parts(x0_parts)
     n = max(x0.size, 1)
     opts = dict(options)
-    for name, value in (("ftol", ftol), ("gtol", gtol)):
+    for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
         if name in _METHOD_OPTIONS[method]:
             opts.setdefault(name, value)
     if method == "L-BFGS-B":  # pm.find_MAP's budget
@@ -524,13 +527,15 @@ def _point_tree(model: pm.Model, value_parts) -> xr.DataTree:
     return xr.DataTree(children={**groups, **_data_groups(model)})
 
 
-SAMPLERS = ("pymc", "nutpie", "numpyro", "blackjax")
+SAMPLERS = ("pymc", "nutpie", "numpyro")
 """The NUTS implementations :func:`sample` runs. ``"pymc"`` (the default) is
 PyMC's sampler on the cached compiled log density (no compilation after a
 model of the same structure has been fitted); the others go through
-``pm.sample(nuts_sampler=...)`` and compile their own code on every call."""
+``pm.sample(nuts_sampler=...)`` and compile their own code on every call.
+BlackJAX is not offered: PyMC 6.4 passes it a ``progress_bar`` argument that
+its NUTS kernel (1.6 and 1.7) does not take."""
 
-_SAMPLER_PACKAGE = {"nutpie": "nutpie", "numpyro": "numpyro", "blackjax": "blackjax"}
+_SAMPLER_PACKAGE = {"nutpie": "nutpie", "numpyro": "numpyro"}
 
 
 def _check_count(value, name: str, minimum: int) -> int:
@@ -548,7 +553,7 @@ def _check_sampler(nuts_sampler) -> str:
         raise ValueError(f"nuts_sampler={nuts_sampler!r} is unknown; use one of {list(SAMPLERS)}.")
     package = _SAMPLER_PACKAGE.get(nuts_sampler)
     if package is not None and importlib.util.find_spec(package) is None:
-        extra = "crowd_models[jax]" if package in ("numpyro", "blackjax") else package
+        extra = "crowd_models[jax]" if package == "numpyro" else package
         raise ValueError(f"nuts_sampler={nuts_sampler!r} needs the package {package!r}, which "
                          f"is not installed: pip install {extra!r}.")
     return nuts_sampler
@@ -614,9 +619,9 @@ def sample(
     ``nuts_sampler`` is one of :data:`SAMPLERS`: ``"pymc"`` (default) runs
     PyMC's NUTS on the log density compiled once per model structure (the MAP
     start and the item log-likelihoods reuse the cached functions, so a warm
-    call compiles nothing); ``"nutpie"``, ``"numpyro"`` and ``"blackjax"``
-    (the last two from the ``crowd_models[jax]`` extra; on a GPU when JAX sees
-    one) compile their own code. Extra keyword arguments go to PyMC's NUTS
+    call compiles nothing); ``"nutpie"`` and ``"numpyro"`` (from the
+    ``crowd_models[jax]`` extra; on a GPU when JAX sees one) compile their own
+    code on every call. Extra keyword arguments go to PyMC's NUTS
     (e.g. ``max_treedepth``) or to ``pm.sample`` for the other samplers.
 
     The result has ``posterior`` (with ``item_class_prob``), ``sample_stats``,
@@ -729,10 +734,11 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
                     var_dtypes={k: v.dtype for k, v in point.items()})
     names = [v.name for v in fns.value_vars]
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*initial_point.*")
+        warnings.filterwarnings("ignore", message=".*return_inferencedata=False.*")
         result = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, model=model, step=step,
-            trace=trace, initvals=[point] * chains, random_seed=rng.integers(2**31),
+            trace=trace, initvals=_untransformed_point(model, parts),
+            random_seed=rng.integers(2**31),
             progressbar=progressbar, return_inferencedata=False,
             compute_convergence_checks=False, discard_tuned_samples=True,
         )
@@ -751,7 +757,7 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
 def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, cores,
                    random_seed, target_accept, progressbar, **kwargs):
     """nutpie, NumPyro or BlackJAX through ``pm.sample``: (value-variable draws, stats)."""
-    post_start = dict(zip(fns.free_names, _untransform(model, parts), strict=True))
+    post_start = _untransformed_point(model, parts)
     idata = pm.sample(
         draws=draws, tune=tune, chains=chains, cores=cores, model=model,
         random_seed=random_seed, initvals=post_start, nuts_sampler=nuts_sampler,
@@ -771,6 +777,13 @@ def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, core
             if values.dims[:2] == (D.CHAIN, D.DRAW) and values.ndim == 2:
                 stats[name] = np.asarray(values.values)
     return value_draws, stats
+
+
+def _untransformed_point(model, parts) -> dict:
+    """The start for ``pm.sample(initvals=...)``: one dict, so that PyMC compiles one
+    small initial-point function (its only compilation in a warm call) for all chains."""
+    fns = functions_of(model)
+    return dict(zip(fns.free_names, _untransform(model, parts), strict=True))
 
 
 def _untransform(model, parts):

@@ -1,0 +1,214 @@
+"""The compiled-function cache behind fit_map and sample: hits, misses, data binding,
+and the arguments sample() refuses before any compile."""
+
+import importlib.util
+
+import numpy as np
+import pymc as pm
+import pytensor.compile.maker
+import pytest
+
+import crowd_models as cm
+from crowd_models import _compiled
+from crowd_models.inference import SAMPLERS, functions_of
+from crowd_models.models import _common as C
+from crowd_models.models import dawid_skene, two_coin
+
+from .conftest import RADIOLOGISTS
+
+
+@pytest.fixture
+def count_compiles(monkeypatch):
+    """Counts every PyTensor compilation (each FunctionMaker) made in the test."""
+    calls = []
+    original = pytensor.compile.maker.FunctionMaker.__init__
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pytensor.compile.maker.FunctionMaker, "__init__", counting)
+    return calls
+
+
+def _other_data(n_annotators, n_items, seed):
+    rng = np.random.default_rng(seed)
+    return two_coin.simulate(rng.uniform(0.6, 0.9, n_annotators),
+                             rng.uniform(0.6, 0.9, n_annotators), n_items=n_items,
+                             prevalence=0.4, labels_per_item=3, rng=rng)
+
+
+def test_a_second_data_set_of_the_family_compiles_nothing(plain_model, count_compiles):
+    cm.fit_map(plain_model)  # warms the cache for the two-coin structure (if needed)
+    count_compiles.clear()
+    # other annotators, items and labels per item: new data, the same structure
+    other = _other_data(n_annotators=9, n_items=150, seed=3)
+    model = two_coin.build_model(other)
+    fit = cm.fit_map(model)
+    assert len(count_compiles) == 0
+    assert functions_of(model)._bound and all(
+        b.cache_hit for b in functions_of(model)._bound.values())
+    # the cached function saw the new data: MAP equals this data set's EM
+    em_fit = two_coin.em(other)
+    for name in ("sensitivity", "specificity", "prevalence"):
+        np.testing.assert_allclose(fit.posterior[name].values, em_fit[name].values, atol=1e-6)
+    np.testing.assert_allclose(fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-10)
+    assert fit.posterior.sizes["annotator"] == 9
+
+
+def test_per_annotator_prior_arrays_are_inputs_not_constants(plain_model, count_compiles):
+    cm.fit_map(plain_model)
+    count_compiles.clear()
+    other = _other_data(n_annotators=6, n_items=120, seed=4)
+    a = np.linspace(2, 6, 6)
+    priors = dict(sensitivity_prior=(a, 2.0), specificity_prior=(3.0, a))
+    fit = cm.fit_map(two_coin.build_model(other, **priors))
+    assert len(count_compiles) == 0
+    em_fit = two_coin.em(other, **priors)
+    np.testing.assert_allclose(fit.posterior["sensitivity"].values,
+                               em_fit["sensitivity"].values, atol=1e-6)
+
+
+def test_another_structure_gets_its_own_function(plain_model, sim_plain):
+    cm.fit_map(plain_model)
+    before = dict(_compiled.COMPILE_COUNT)
+    # flat priors on the two coins: Beta(1, 1) still, but a flat prevalence is the
+    # same structure; a Dawid-Skene model on the same labels is another graph
+    ds_model = dawid_skene.build_model(sim_plain, variant="one_coin")
+    ds_fit = cm.fit_map(ds_model)
+    assert _compiled.COMPILE_COUNT["logp_grad"] >= before.get("logp_grad", 0)
+    keys = {id(b.compiled) for b in functions_of(ds_model)._bound.values()}
+    two_keys = {id(b.compiled) for b in functions_of(plain_model)._bound.values()}
+    assert not keys & two_keys
+    # and it answers its own model: one-coin accuracy, not the two-coin rates
+    em_fit = dawid_skene.em(sim_plain, variant="one_coin")
+    np.testing.assert_allclose(ds_fit.posterior["accuracy"].values, em_fit["accuracy"].values,
+                               atol=1e-6)
+    assert not np.allclose(ds_fit.attrs["log_posterior"],
+                           cm.fit_map(plain_model).attrs["log_posterior"])
+
+
+def test_structure_key_separates_constants_and_ops():
+    import pytensor.tensor as pt
+
+    x = pt.dvector("x")
+    with pm.Model() as model:
+        pass
+    f1 = _compiled.model_function(model, "probe", [x], [pt.sum(x ** 2)])
+    f2 = _compiled.model_function(model, "probe", [x], [pt.sum(x ** 2)])
+    f3 = _compiled.model_function(model, "probe", [x], [pt.sum(x ** 3)])
+    f4 = _compiled.model_function(model, "probe", [x], [pt.sum(x * np.array([1.0, 2.0]))])
+    f5 = _compiled.model_function(model, "probe", [x], [pt.sum(x * np.array([5.0, 7.0]))])
+    assert f2.compiled is f1.compiled and f2.cache_hit
+    assert f3.compiled is not f1.compiled  # the exponent is a scalar constant: structure
+    # array constants are inputs: one function, each call with its own numbers
+    assert f5.compiled is f4.compiled
+    v = np.array([1.0, 1.0])
+    assert float(f4(v)[0]) == 3.0 and float(f5(v)[0]) == 12.0
+
+
+def test_set_data_between_fits_is_seen(sim_plain, plain_model):
+    model = two_coin.build_model(sim_plain)
+    first = cm.fit_map(model)
+    changed = sim_plain.labels.copy()
+    changed[::3] = 1  # (flipping every label would be a symmetry of the model)
+    with model:
+        pm.set_data({"label_idx": changed.astype("int32")})
+    second = cm.fit_map(model, start={"sensitivity": np.full(5, 0.7),
+                                      "specificity": np.full(5, 0.7), "prevalence": 0.5})
+    assert not np.allclose(first.attrs["log_posterior"], second.attrs["log_posterior"])
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    sim = two_coin.simulate(**RADIOLOGISTS, n_items=60, prevalence=0.4,
+                            rng=np.random.default_rng(7))
+    return sim, two_coin.build_model(sim)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny):
+    return tiny[1]
+
+
+def test_sample_pymc_default_and_warm_call_compiles_once(tiny, tiny_model, count_compiles):
+    first = cm.sample(tiny_model, draws=60, tune=60, chains=2, cores=1, random_seed=1,
+                      progressbar=False)
+    count_compiles.clear()
+    second = cm.sample(tiny_model, draws=60, tune=60, chains=2, cores=1, random_seed=1,
+                       progressbar=False)
+    # the MAP start, NUTS's log density and the item log-likelihoods come from the
+    # cache; PyMC compiles one small initial-point function per call
+    assert len(count_compiles) <= 1
+    assert second.attrs["nuts_sampler"] == "pymc"
+    assert second.posterior.sizes == {"chain": 2, "draw": 60, "annotator": 5, "item": 60,
+                                      "true_class": 2}
+    np.testing.assert_array_equal(first.posterior["sensitivity"].values,
+                                  second.posterior["sensitivity"].values)
+    # the item log-likelihood and item_class_prob come from the cached point function:
+    # check them against the EM's NumPy marginal at one draw
+    draw = second.posterior.isel(chain=1, draw=17)
+    params = {n: draw[n].values for n in ("sensitivity", "specificity", "prevalence")}
+    prob, item_ll = C.posterior_from_joint(two_coin._joint(tiny[0], params))
+    np.testing.assert_allclose(second.log_likelihood["labels"].isel(chain=1, draw=17).values,
+                               item_ll, rtol=1e-9)
+    np.testing.assert_allclose(draw["item_class_prob"].values, prob, rtol=1e-9)
+
+
+@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "pymc"])
+def test_other_samplers_when_installed(tiny_model, sampler):
+    package = {"nutpie": "nutpie", "numpyro": "numpyro"}[sampler]
+    if importlib.util.find_spec(package) is None:
+        with pytest.raises(ValueError, match=f"needs the package '{package}'"):
+            cm.sample(tiny_model, nuts_sampler=sampler)
+        hint = "crowd_models[jax]" if package == "numpyro" else package
+        pytest.skip(f"{package} is not installed (pip install '{hint}')")
+    idata = cm.sample(tiny_model, draws=100, tune=100, chains=2, cores=1, random_seed=2,
+                      nuts_sampler=sampler, progressbar=False)
+    assert idata.attrs["nuts_sampler"] == sampler
+    ref = cm.sample(tiny_model, draws=200, tune=200, chains=2, cores=1, random_seed=2,
+                    progressbar=False)
+    for name in ("sensitivity", "specificity"):
+        a = idata.posterior[name].mean(("chain", "draw")).values
+        b = ref.posterior[name].mean(("chain", "draw")).values
+        sd = ref.posterior[name].std(("chain", "draw")).values
+        assert np.all(np.abs(a - b) < 1.0 * sd + 0.02)
+    assert idata.log_likelihood["labels"].shape == (2, 100, 60)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(nuts_sampler="stan"), ValueError, "nuts_sampler='stan' is unknown"),
+    (dict(draws=0), ValueError, "draws must be >= 1"),
+    (dict(chains=0), ValueError, "chains must be >= 1"),
+    (dict(draws=2.5), TypeError, "draws must be an integer"),
+    (dict(tune=-1), ValueError, "tune must be >= 0"),
+    (dict(target_accept=1.0), ValueError, "target_accept must lie in"),
+    (dict(start={"sensitivity": np.ones(3) * 0.7}), ValueError, "has shape \\(3,\\)"),
+])
+def test_sample_refuses_bad_arguments_before_compiling(tiny_model, count_compiles, kwargs,
+                                                       error, match):
+    with pytest.raises(error, match=match):
+        cm.sample(tiny_model, **kwargs)
+    assert len(count_compiles) == 0
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(method="newton"), ValueError, "method='newton' is not one fit_map supports"),
+    (dict(method="Powell", maxiter=3), None, None),
+    (dict(method="Powell", gtol=1e-3), TypeError, "unknown option\\(s\\) \\['gtol'\\]"),
+    (dict(start={"sensitivity": 2.0}), ValueError, "is a number, but sensitivity has shape"),
+    (dict(start={"sensitivity": np.ones((5, 2))}), ValueError, "has shape \\(5, 2\\)"),
+    (dict(start={"sensitivity": "high"}), TypeError, "must be numeric"),
+    (dict(maxfev=3), TypeError, "unknown option\\(s\\) \\['maxfev'\\]"),
+])
+def test_fit_map_arguments(tiny_model, count_compiles, kwargs, error, match):
+    cm.fit_map(tiny_model)
+    count_compiles.clear()
+    if error is None:  # Powell takes no gtol: the default one is not passed
+        with pytest.warns(UserWarning, match="stopped without converging"):
+            cm.fit_map(tiny_model, **kwargs)
+        return
+    with pytest.raises(error, match=match):
+        cm.fit_map(tiny_model, **kwargs)
+    assert len(count_compiles) == 0
