@@ -20,6 +20,7 @@ import pymc.backends.arviz
 import pytensor.tensor as pt
 import xarray as xr
 from scipy.optimize import linear_sum_assignment, minimize
+from threadpoolctl import threadpool_limits
 
 from crowd_models import _compiled
 from crowd_models import _dims as D
@@ -41,6 +42,10 @@ this times the number of observed items. L-BFGS ends on a failed line search
 once the objective's changes reach float64 precision, which on flat ridges
 (the dog data) left 1e-5 differences from the EM fixed point; the polish takes
 them to ~1e-10."""
+
+EM_AGREEMENT = 1e-9
+"""fit_map's optimum and the family's EM optimum (from the same start) count as
+one mode when their log posteriors agree to this relative tolerance."""
 
 HESSP_STEP = 6e-6
 """Relative step of the central-difference Hessian-vector products the polish
@@ -286,7 +291,8 @@ def _check_method(method: str, options: dict) -> str:
     return method
 
 
-def _optimise(fns, x0, shapes, method, options, *, exact_hessp=True):
+def _optimise(fns, x0, shapes, method, options, *, exact_hessp=True, progressbar=False,
+              label="MAP"):
     """scipy.optimize.minimize of the negative log posterior on the compiled functions.
 
     Methods that use Hessian-vector products get the compiled exact one, or
@@ -319,8 +325,15 @@ def _optimise(fns, x0, shapes, method, options, *, exact_hessp=True):
             return (fun(x + step * p)[1] - fun(x - step * p)[1]) / (2 * step)
         kwargs["hessp"] = hessp
     objective = fun if method in _USES_GRADIENT else (lambda x: fun(x)[0])
-    with np.errstate(all="ignore"):
-        res = minimize(objective, x0, method=method, options=options, **kwargs)
+    progress = _Progress(progressbar, f"{label} ({method})")
+    if progress.bar is not None:
+        kwargs["callback"] = lambda intermediate_result: progress.update(
+            float(intermediate_result.fun))
+    try:
+        with np.errstate(all="ignore"):
+            res = minimize(objective, x0, method=method, options=options, **kwargs)
+    finally:
+        progress.close()
     if method not in _USES_GRADIENT or getattr(res, "jac", None) is None:
         res.jac = fun(res.x)[1]
     return res
@@ -335,6 +348,7 @@ def fit_map(
     gtol: float | None = None,
     progressbar: bool = False,
     polish: bool = True,
+    compare_em: bool = True,
     **options,
 ) -> xr.DataTree:
     """The posterior mode (MAP) of a family's model.
@@ -363,6 +377,13 @@ def fit_map(
     if it reaches a smaller gradient without lowering the objective
     (``attrs["polished"]``).
 
+    ``compare_em=True`` (with the default start, for a model whose factory
+    attached ``model.crowd_em``, the family's EM with the model's priors): the
+    EM runs from the same start too. Where the two reach different modes (a
+    multimodal posterior: Dawid-Skene on web search), a warning gives both log
+    posteriors and the higher one is returned (``attrs["optimum"]`` is ``"map"``
+    or ``"em"``; ``attrs["em_log_posterior"]``).
+
     Returns a DataTree with ``posterior`` (chain=1, draw=1), ``log_likelihood``
     (per item), ``observed_data``, ``constant_data`` and ``optimizer_result``
     (the final stage; ``attrs["stages"]`` describes each);
@@ -375,12 +396,12 @@ def fit_map(
     gtol = 1e-9 if gtol is None else gtol
     t0 = time.perf_counter()
     fns = functions_of(model)
+    compare = compare_em and start is None and callable(getattr(model, "crowd_em", None))
     if start is None:
         start = getattr(model, "crowd_start", None)
     x0_parts = _unconstrained_start(model, start)
     shapes = [np.shape(v) for v in x0_parts]
-    x0 = _compiled.ravel_parts(x0_parts)
-    n = max(x0.size, 1)
+    n = max(sum(int(np.size(v)) for v in x0_parts), 1)
     opts = dict(options)
     for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
         if name in _METHOD_OPTIONS[method]:
@@ -388,25 +409,32 @@ def fit_map(
     if method == "L-BFGS-B":  # pm.find_MAP's budget
         opts.setdefault("maxiter", 200 * n)
         opts.setdefault("maxfun", 200 * n)
-    f0 = fns.logp_grad()(*x0_parts)
-    if not np.isfinite(f0[0]):
-        raise ValueError("the log posterior is not finite at the start; give a start inside "
-                         "the priors' support (fit_map(model, start=...)).")
-    progress = _progress(progressbar, "MAP")
-    res = _optimise(fns, x0, shapes, method, opts)
-    progress.close()
     n_obs = _n_observed(model)
-    max_grad = float(np.max(np.abs(res.jac))) if res.jac.size else 0.0
-    stages = [_stage(method, res, max_grad)]
-    polished = False
-    if (polish and method == "L-BFGS-B" and "maxiter" not in options
-            and POLISH_GRADIENT * n_obs < max_grad <= MAX_GRADIENT * n_obs):
-        res2 = _optimise(fns, res.x, shapes, "trust-krylov", {"gtol": min(gtol, 1e-10)},
-                         exact_hessp=False)
-        grad2 = float(np.max(np.abs(res2.jac)))
-        stages.append(_stage("trust-krylov", res2, grad2))
-        if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
-            res, max_grad, polished = res2, grad2, True
+    polish = polish and method == "L-BFGS-B" and "maxiter" not in options
+    res, max_grad, stages, polished = _climb(fns, x0_parts, method, opts, polish=polish,
+                                             gtol=gtol, n_obs=n_obs, progressbar=progressbar)
+    extra = {}
+    if compare:
+        # the family's EM from the same start: on multimodal posteriors (Dawid-Skene
+        # with K = 5 on web search) the two climb to different local optima
+        em_fit = model.crowd_em()
+        em_lp, map_lp = float(em_fit.attrs["log_posterior"]), -float(res.fun)
+        extra = {"em_log_posterior": em_lp, "optimum": "map"}
+        if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
+            if em_lp > map_lp:
+                em_res = _climb(fns, _unconstrained_start(model, em_fit), method, opts,
+                                polish=polish, gtol=gtol, n_obs=n_obs, progressbar=progressbar)
+                if -float(em_res[0].fun) > map_lp:
+                    res, max_grad, polished = em_res[0], em_res[1], em_res[3]
+                    stages += [{**st, "start": "em"} for st in em_res[2]]
+                    extra["optimum"] = "em"
+            warnings.warn(
+                f"from the majority-vote start the optimiser reached a mode with log posterior "
+                f"{map_lp:.6f} and the family's EM one with {em_lp:.6f}: the posterior has "
+                f"several modes. fit_map returns the higher ({extra['optimum'].upper()}'s); "
+                f"compare fits from other starts (fit_map(model, start=...)).",
+                UserWarning, stacklevel=2,
+            )
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
     if max_grad > MAX_GRADIENT * n_obs:
@@ -420,9 +448,34 @@ def fit_map(
                                                           "trust-krylov", fns, shapes))
     fit.attrs.update(
         log_posterior=-float(res.fun), max_gradient=max_grad, polished=int(polished),
-        method="map", stages=json.dumps(stages), seconds=time.perf_counter() - t0,
+        method="map", stages=json.dumps(stages), seconds=time.perf_counter() - t0, **extra,
     )
     return fit
+
+
+def _climb(fns, x0_parts, method, opts, *, polish, gtol, n_obs, progressbar):
+    """One optimiser run from ``x0_parts`` and, when it stops near but short of a
+    mode, the Newton polish: (result, largest gradient entry, stages, polished)."""
+    shapes = [np.shape(v) for v in x0_parts]
+    x0 = _compiled.ravel_parts(x0_parts)
+    f0 = fns.logp_grad()(*x0_parts)
+    if not np.isfinite(f0[0]):
+        raise ValueError("the log posterior is not finite at the start; give a start inside "
+                         "the priors' support (fit_map(model, start=...)).")
+    with threadpool_limits(1, user_api="blas"):
+        res = _optimise(fns, x0, shapes, method, opts, progressbar=progressbar)
+    max_grad = float(np.max(np.abs(res.jac))) if res.jac.size else 0.0
+    stages = [_stage(method, res, max_grad)]
+    polished = False
+    if polish and POLISH_GRADIENT * n_obs < max_grad <= MAX_GRADIENT * n_obs:
+        with threadpool_limits(1, user_api="blas"):
+            res2 = _optimise(fns, res.x, shapes, "trust-krylov", {"gtol": min(gtol, 1e-10)},
+                             exact_hessp=False, progressbar=progressbar, label="polish")
+        grad2 = float(np.max(np.abs(res2.jac)))
+        stages.append(_stage("trust-krylov", res2, grad2))
+        if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
+            res, max_grad, polished = res2, grad2, True
+    return res, max_grad, stages, polished
 
 
 def _stage(method, res, max_grad) -> dict:
@@ -438,12 +491,30 @@ def _n_observed(model: pm.Model) -> int:
     return max(1, sum(int(np.size(v)) for v in obs.values()))
 
 
-def _progress(progressbar: bool, what: str):
-    """A no-op stand-in for the optimiser's progress display (quiet by default)."""
-    class _Quiet:
-        def close(self):
-            pass
-    return _Quiet()
+class _Progress:
+    """The optimiser's progress on the terminal (rich, which PyMC's bars use):
+    iterations and the log posterior, updated from scipy's callback."""
+
+    def __init__(self, enabled: bool, what: str):
+        self.bar = None
+        if enabled:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                TimeElapsedColumn(), transient=False)
+            self.task = self.bar.add_task(f"{what}: starting")
+            self.what, self.n = what, 0
+            self.bar.start()
+
+    def update(self, fun: float) -> None:
+        if self.bar is not None:
+            self.n += 1
+            self.bar.update(self.task, description=f"{self.what}: iteration {self.n}, "
+                                                   f"log posterior {-fun:.6g}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def _result_dataset(res, method, fns, shapes) -> xr.Dataset:
@@ -733,7 +804,9 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
                     var_shapes={k: v.shape for k, v in point.items()},
                     var_dtypes={k: v.dtype for k, v in point.items()})
     names = [v.name for v in fns.value_vars]
-    with warnings.catch_warnings():
+    # one BLAS thread: NUTS's vector operations are small, and OpenBLAS's threads
+    # made each of them milliseconds slower on a loaded 2-core machine
+    with warnings.catch_warnings(), threadpool_limits(1, user_api="blas"):
         warnings.filterwarnings("ignore", message=".*return_inferencedata=False.*")
         result = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, model=model, step=step,

@@ -11,7 +11,7 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from scipy.special import expit, gammaln, logsumexp, softmax, xlog1py, xlogy
+from scipy.special import gammaln, logsumexp, xlog1py, xlogy
 
 from crowd_models import _dims as D
 from crowd_models.data import Annotations
@@ -86,8 +86,10 @@ def item_joint(log_confusion, annotations: Annotations):
     """
     idx = long_table_data(annotations)
     per_row = log_confusion.transpose(0, 2, 1)[idx["annotator_idx"], idx["label_idx"]]
-    n_items = pm.modelcontext(None).dim_lengths[D.ITEM]
-    return pt.zeros((n_items, annotations.n_classes))[idx["item_idx"]].inc(per_row)
+    lengths = pm.modelcontext(None).dim_lengths
+    # both sizes symbolic: data sets with other numbers of items or classes share
+    # the compiled functions
+    return pt.zeros((lengths[D.ITEM], lengths[D.TRUE_CLASS]))[idx["item_idx"]].inc(per_row)
 
 
 def long_table_data(annotations: Annotations) -> dict:
@@ -100,7 +102,9 @@ def long_table_data(annotations: Annotations) -> dict:
     if names[0] not in model.named_vars:
         for name, values in zip(names, (annotations.item_idx, annotations.annotator_idx,
                                         annotations.labels), strict=True):
-            pm.Data(name, values, dims=D.ANNOTATION)
+            # one dtype whatever the source (loaders, select, simulate): the compiled
+            # functions are cached by input types
+            pm.Data(name, np.asarray(values, dtype=np.int32), dims=D.ANNOTATION)
     return {name: model[name] for name in names}
 
 
@@ -138,21 +142,25 @@ def add_item_likelihood(joint, annotations: Annotations) -> None:
     pm.Data("n_labels", annotations.n_labels(), dims=D.ANNOTATOR)
 
 
-EM_SCALES = ("real", "unit", "positive", "simplex")
-"""How an accelerated EM (:func:`iterate_em_map`) extrapolates each parameter:
-``"real"`` as it is (unconstrained coefficients; linear constraints such as
-zero sums survive, an extrapolated point being an affine combination of EM
-iterates), ``"unit"`` (probabilities in [0, 1]) on the logit scale,
-``"positive"`` (precisions) on the log scale, ``"simplex"`` (probabilities
-summing to 1 over the last axis) on the centred log scale. Extrapolated points
-then stay in the support; probabilities are first kept within
-[PROB_FLOOR, 1 - PROB_FLOOR] so that estimates on the boundary stay finite."""
+EM_SUPPORTS = ("real", "unit", "simplex", "positive")
+"""Supports an accelerated EM (:func:`iterate_em_map`) keeps each parameter in:
+``"real"`` (no constraint; linear constraints such as zero sums survive, an
+extrapolated point being an affine combination of EM iterates), ``"unit"``
+(probabilities: clipped to [0, 1]), ``"simplex"`` (probabilities summing to 1
+over the last axis: negative entries set to 0, rows renormalised) and
+``"positive"`` (precisions: extrapolated on the log scale)."""
+
+ACCELERATE_BELOW = 1e-3
+"""An accelerated EM extrapolates only once an EM step moves no parameter by more
+than this (in the units of the stopping rule). SQUAREM rests on EM's local
+linear convergence; far from a fixed point its long steps can cross into another
+local maximum's basin (the default-prior Dawid-Skene fit of the web-search data
+did, from majority vote), so the early steps, which decide the basin, are plain
+EM steps."""
 
 _STEP_MAX_FACTOR = 4.0
 """SQUAREM's largest steplength starts at 1 and is multiplied by this each time
 a step at the bound is accepted (divided by it after a rejected step)."""
-
-_STEP_MAX_CAP = np.inf
 
 _OBJECTIVE_SLACK = 1e-12
 """Relative rounding allowance of the objective check: an extrapolated point is
@@ -160,26 +168,21 @@ rejected when its objective is below the cycle start's by more than this
 times (1 + |objective|)."""
 
 
-def _to_free(value, scale: str) -> np.ndarray:
+def _to_free(value, support: str) -> np.ndarray:
     x = np.asarray(value, dtype=float)
-    if scale == "unit":
-        p = np.clip(x, PROB_FLOOR, 1 - PROB_FLOOR)
-        return np.log(p) - np.log1p(-p)
-    if scale == "positive":
+    if support == "positive":
         return np.log(np.maximum(x, np.finfo(float).tiny))
-    if scale == "simplex":
-        lg = np.log(np.clip(x, PROB_FLOOR, 1.0))
-        return lg - lg.mean(axis=-1, keepdims=True)
     return x
 
 
-def _from_free(z: np.ndarray, scale: str) -> np.ndarray:
-    if scale == "unit":
-        return expit(z)
-    if scale == "positive":
+def _from_free(z: np.ndarray, support: str) -> np.ndarray:
+    if support == "positive":
         return np.exp(z)
-    if scale == "simplex":
-        return softmax(z, axis=-1)
+    if support == "unit":
+        return np.clip(z, 0.0, 1.0)
+    if support == "simplex":
+        z = np.maximum(z, 0.0)
+        return z / z.sum(axis=-1, keepdims=True)
     return z
 
 
@@ -193,16 +196,17 @@ def max_change(new: dict, old: dict) -> float:
 
 
 def run_em(joint_fn, m_step, params: dict, *, tol: float, max_iter: int, objective=None,
-           scales=None, accelerate: bool = True):
+           supports=None, accelerate: bool = True):
     """EM from ``params``: E-step ``joint_fn(params)`` -> (item, true_class) log
-    joint, M-step ``m_step(item_class_prob, previous)`` -> params, until one EM
+    joint, M-step ``m_step(item_class_prob, previous)`` -> params, until an EM
     step moves no parameter by more than ``tol``.
 
     With ``accelerate`` (the default) the EM steps are extrapolated by SQUAREM
-    (see :func:`iterate_em_map`; ``objective`` and ``scales`` are passed on);
-    the stopping rule is the same, so either way the returned point is an EM
-    fixed point to ``tol``. Returns (params, n_iter, converged); ``n_iter``
-    counts M-steps (EM map evaluations, extrapolation steps included).
+    (see :func:`iterate_em_map`, to which ``objective``, the log posterior the
+    EM climbs, and ``supports`` go); the stopping rule is the same, so either
+    way the returned point is an EM fixed point to ``tol``. Returns (params,
+    n_iter, converged); ``n_iter`` counts M-steps (EM map evaluations,
+    SQUAREM's stabilisation steps included).
     """
 
     def em_map(prm):
@@ -210,38 +214,45 @@ def run_em(joint_fn, m_step, params: dict, *, tol: float, max_iter: int, objecti
         return m_step(prob, prm)
 
     return iterate_em_map(
-        em_map, params, tol=tol, max_iter=max_iter, objective=objective, scales=scales,
+        em_map, params, tol=tol, max_iter=max_iter, objective=objective, supports=supports,
         accelerate=accelerate,
         nonfinite_message="EM produced non-finite parameters; use priors with a, b > 1 "
                           "(the defaults).")
 
 
 def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=max_change,
-                   objective=None, scales=None, accelerate: bool = True,
+                   objective=None, supports=None, accelerate: bool = True,
                    nonfinite_message: str = "EM produced non-finite parameters."):
-    """Iterate an EM map ``em_map(params) -> params`` (one E-step and M-step) to a
-    fixed point: stop when ``change(new, old)`` (default: the largest absolute
-    move of any parameter) falls below ``tol``.
+    """Iterate an EM map ``em_map(params) -> params`` (an E-step and an M-step) to
+    a fixed point: stop when ``change(new, old)`` (default: the largest absolute
+    move of any parameter entry) falls below ``tol``.
 
     ``accelerate=False`` iterates the map as it is. ``accelerate=True`` runs
-    SQUAREM (Varadhan & Roland 2008, Scand. J. Stat. 35), steplength S3: each
-    cycle takes two EM steps theta0 -> theta1 -> theta2, forms r = theta1 -
-    theta0 and v = theta2 - 2 theta1 + theta0 on the scales of ``scales``
-    (name -> one of :data:`EM_SCALES`, default ``"real"``), the steplength
-    alpha = -|r| / |v|, bounded to [-step_max, -1] (step_max starts at 1 and
-    grows by 4 after each accepted step at the bound), and the point
-    theta0 - 2 alpha r + alpha^2 v, to which one more EM step is applied (the
-    stabilisation step; the extrapolated point need not satisfy relations the
-    M-step imposes, only lie in the E-step's domain). That result is accepted
-    when it is finite and, given ``objective(params) -> float`` (the log
-    posterior the EM climbs), does not lower the objective below theta0's;
-    otherwise the cycle falls back to theta2, the plain EM iterate (alpha = -1),
-    and step_max shrinks. Every cycle starts with a plain EM step from an
-    accepted point and stops when that step moves less than ``tol``, so the
-    stopping rule, and the returned point's meaning (an EM step from it moves
-    no parameter by more than ``tol``), are those of plain EM; accelerated
-    fixed points are usually closer to the exact one than plain EM's, which
-    stops ``tol / (1 - rate)`` away when EM converges slowly.
+    SQUAREM (Varadhan & Roland 2008, Scand. J. Stat. 35), steplength S3, once
+    an EM step moves less than :data:`ACCELERATE_BELOW` (plain EM steps until
+    then). Each cycle takes two EM steps theta0 -> theta1 -> theta2, forms
+    r = theta1 - theta0 and v = theta2 - 2 theta1 + theta0 (log scale for
+    ``"positive"`` parameters), the steplength alpha = -|r| / |v| bounded to
+    [-step_max, -1] (step_max starts at 1, grows by 4 after each accepted step
+    at the bound and shrinks by 4 after a rejected one), and the point
+    theta0 - 2 alpha r + alpha^2 v, brought back into each parameter's support
+    (``supports``: name -> one of :data:`EM_SUPPORTS`, default ``"real"``), to
+    which one more EM step is applied (the stabilisation step; the
+    extrapolated point need not satisfy relations the M-step imposes, only lie
+    in the E-step's domain). The result is accepted when it is finite and,
+    given ``objective(params) -> float`` (the log posterior the EM climbs), its
+    objective is not below theta0's; otherwise (a non-finite joint, an error
+    in the M-step, a lower objective) the cycle falls back to theta2, the plain
+    EM iterate.
+
+    Every cycle starts with a plain EM step from an accepted point and stops
+    when that step moves less than ``tol``: the stopping rule, and the meaning
+    of the returned point (an EM step from it moves no parameter by more than
+    ``tol``), are plain EM's. When EM converges slowly, at rate rho, such a
+    point may still lie about ``tol / (1 - rho)`` from the exact fixed point,
+    accelerated or not; a smaller ``tol`` costs the accelerated EM much less.
+    Like any extrapolation, SQUAREM can end in a different local maximum than
+    plain EM from the same start (``ACCELERATE_BELOW`` makes that rare).
 
     Returns (params, n_iter, converged): ``n_iter`` counts EM map evaluations
     (M-steps), the stabilisation steps of rejected extrapolations included;
@@ -250,10 +261,10 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
     """
     if not (tol > 0 and max_iter >= 0):
         raise ValueError(f"need tol > 0 and max_iter >= 0, got tol={tol}, max_iter={max_iter}.")
-    scales = dict(scales or {})
-    bad = {k: v for k, v in scales.items() if v not in EM_SCALES}
+    supports = dict(supports or {})
+    bad = {k: v for k, v in supports.items() if v not in EM_SUPPORTS}
     if bad:
-        raise ValueError(f"scales must be one of {EM_SCALES}, got {bad}.")
+        raise ValueError(f"supports must be one of {EM_SUPPORTS}, got {bad}.")
     n_iter = 0
 
     def step(prm):
@@ -274,39 +285,41 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
         return params, n_iter, False
 
     def free(prm):
-        return {k: _to_free(v, scales.get(k, "real")) for k, v in prm.items()}
+        return {k: _to_free(v, supports.get(k, "real")) for k, v in prm.items()}
 
-    def flat(z):
-        return np.concatenate([np.ravel(v) for v in z.values()])
+    def norm(z):
+        return float(np.sqrt(sum(np.sum(np.square(x)) for x in z.values())))
 
-    step_max, current_lp = 1.0, None  # objective at params, computed when needed
+    step_max, current_lp = 1.0, None  # the objective at params, computed when needed
     while n_iter < max_iter:
         theta1, moved = step(params)
         if moved < tol:
             return theta1, n_iter, True
-        if n_iter >= max_iter:
-            return theta1, n_iter, False
+        if moved > ACCELERATE_BELOW or n_iter >= max_iter:
+            params, current_lp = theta1, None
+            continue
         theta2, moved = step(theta1)
         if moved < tol:
             return theta2, n_iter, True
         if n_iter >= max_iter:
-            return theta2, n_iter, False
+            params = theta2
+            break
         z0, z1, z2 = free(params), free(theta1), free(theta2)
         r = {k: z1[k] - z0[k] for k in z0}
         v = {k: z2[k] - 2 * z1[k] + z0[k] for k in z0}
-        norm_r, norm_v = np.linalg.norm(flat(r)), np.linalg.norm(flat(v))
+        norm_r, norm_v = norm(r), norm(v)
         ratio = norm_r / norm_v if norm_v > 0 else np.inf
-        if not np.isfinite(ratio) or ratio <= 1.0 or step_max <= 1.0:
-            # alpha = -1: the extrapolated point is theta2 itself
+        if step_max <= 1.0 or not (1.0 < ratio < np.inf):
+            # alpha = -1: the extrapolated point is theta2, an EM iterate
             params, current_lp = theta2, None
             if step_max <= 1.0:
-                step_max *= _STEP_MAX_FACTOR  # the step was at the bound: allow longer ones
+                step_max *= _STEP_MAX_FACTOR  # this step was at the bound
             continue
         alpha = -min(ratio, step_max)
         with np.errstate(all="ignore"):
             point = {k: _from_free(z0[k] - 2 * alpha * r[k] + alpha ** 2 * v[k],
-                                   scales.get(k, "real")) for k in z0}
-        accepted, new_lp = False, None
+                                   supports.get(k, "real")) for k in z0}
+        accepted = False
         if _all_finite(point):
             n_iter += 1
             try:
@@ -323,9 +336,9 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
                 accepted = bool(np.isfinite(new_lp)) and (
                     new_lp >= current_lp - _OBJECTIVE_SLACK * (1.0 + abs(current_lp)))
         if accepted:
-            params, current_lp = candidate, new_lp
+            params, current_lp = candidate, (new_lp if objective is not None else None)
             if alpha == -step_max:
-                step_max = min(step_max * _STEP_MAX_FACTOR, _STEP_MAX_CAP)
+                step_max *= _STEP_MAX_FACTOR
         else:
             params, current_lp = theta2, None
             if alpha == -step_max:

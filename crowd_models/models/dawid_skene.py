@@ -31,6 +31,7 @@ sensitivity and ``confusion[j, 0, 0]`` the specificity.
 
 from __future__ import annotations
 
+from functools import partial
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -247,10 +248,11 @@ def _log_posterior(ann, params, pri, variant) -> float:
     return float(item_ll.sum()) + _log_prior_params(params, pri, variant)
 
 
-_EM_SCALES = {"confusion": "simplex", "prevalence": "simplex", "accuracy": "unit"}
-"""How the accelerated EM extrapolates the parameters (``coef``/``intercept``: as
-is, which keeps their zero sums). One-coin: ``confusion`` is extrapolated on its
-own, and the stabilising EM step makes it one-coin again."""
+_EM_SUPPORTS = {"confusion": "simplex", "prevalence": "simplex", "accuracy": "unit"}
+"""Supports the accelerated EM keeps the parameters in (``coef``/``intercept``:
+none; extrapolation keeps their zero sums). One-coin: ``confusion`` is
+extrapolated as a full confusion, and the stabilising EM step makes it one-coin
+again."""
 
 
 _DIMS = {
@@ -364,6 +366,12 @@ def build_model(
         C.add_item_likelihood(joint, annotations)
     model.crowd_start = {k: v for k, v in start.items()
                          if not (variant != "full" and k == "confusion")}
+    if variant in ("full", "one_coin"):
+        model.crowd_em = partial(em, annotations, variant=variant,
+                                 confusion_prior=confusion_prior, accuracy_prior=accuracy_prior,
+                                 prevalence_prior=prevalence_prior,
+                                 coef_precision=coef_precision,
+                                 intercept_precision=intercept_precision)
     return model
 
 
@@ -420,7 +428,7 @@ def em(
         lambda prob, prev: _m_step(annotations, prob, pri, variant, previous=prev),
         params, tol=tol, max_iter=max_iter,
         objective=lambda prm: _log_posterior(annotations, prm, pri, variant),
-        scales=_EM_SCALES, accelerate=accelerate,
+        supports=_EM_SUPPORTS, accelerate=accelerate,
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())

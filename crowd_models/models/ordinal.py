@@ -83,6 +83,7 @@ per-threshold (cumulative) or bias/noise (latent) tables with intervals.
 
 from __future__ import annotations
 
+from functools import partial
 from dataclasses import replace
 
 import numpy as np
@@ -602,7 +603,13 @@ def build_model(
     if variant == "cumulative":
         pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                       prevalence_prior, coef_precision, intercept_precision)
-        return _build_cumulative(annotations, pri_list)
+        model = _build_cumulative(annotations, pri_list)
+        model.crowd_em = partial(em, annotations, sensitivity_prior=sensitivity_prior,
+                                 specificity_prior=specificity_prior,
+                                 prevalence_prior=prevalence_prior,
+                                 coef_precision=coef_precision,
+                                 intercept_precision=intercept_precision)
+        return model
     pri = _latent_priors(annotations, prevalence_prior, bias_sd, noise_prior, spacing_prior,
                          offset_sd, link)
     pri["guess"] = C.beta_prior(guess_prior, "guess_prior", annotations.n_annotators)
@@ -632,9 +639,11 @@ def em(
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
     tol: float = 1e-10,
     max_iter: int = 10_000,
+    accelerate: bool = True,
 ) -> xr.Dataset:
     """The cumulative model's MAP-EM: K - 1 two-coin EMs (:func:`two_coin.em`), one
-    per binary problem "level > c", each from its own majority-vote start.
+    per binary problem "level > c", each from its own majority-vote start
+    (``tol``, ``max_iter`` and ``accelerate`` are passed on).
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity`` (annotator, threshold), ``prevalence``
@@ -658,7 +667,8 @@ def em(
     _require_ordinal(annotations, "the cumulative ordinal model")
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
-    fits = [two_coin.em(binary_annotations(annotations, c), **kw, tol=tol, max_iter=max_iter)
+    fits = [two_coin.em(binary_annotations(annotations, c), **kw, tol=tol, max_iter=max_iter,
+                        accelerate=accelerate)
             for c, kw in enumerate(pri_list)]
 
     def stacked(name, axis):

@@ -651,9 +651,9 @@ def build_model(
     rows_x = ann.features[ann.item_idx]
     start = _start(ann, counts, pri)
     with pm.Model(coords=coords) as model:
-        a_idx = pm.Data("annotator_idx", ann.annotator_idx, dims=D.ANNOTATION)
-        y_idx = pm.Data("label_idx", ann.labels, dims=D.ANNOTATION)
-        i_idx = pm.Data("item_idx", ann.item_idx, dims=D.ANNOTATION)
+        a_idx = pm.Data("annotator_idx", ann.annotator_idx.astype(np.int32), dims=D.ANNOTATION)
+        y_idx = pm.Data("label_idx", ann.labels.astype(np.int32), dims=D.ANNOTATION)
+        i_idx = pm.Data("item_idx", ann.item_idx.astype(np.int32), dims=D.ANNOTATION)
         x = pm.Data("row_features", rows_x, dims=(D.ANNOTATION, D.FEATURE))
         prev = pm.Dirichlet("prevalence", a=np.broadcast_to(pri["prevalence"], (M, G)),
                             dims=(D.ANNOTATOR, D.TRUE_CLASS))

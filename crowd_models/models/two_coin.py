@@ -17,6 +17,8 @@ One module, three views of the same model: :func:`build_model` (PyMC),
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -147,8 +149,8 @@ def _log_posterior(annotations, params, pri) -> float:
     return float(item_ll.sum()) + _log_prior_params(params, pri)
 
 
-_EM_SCALES = {"sensitivity": "unit", "specificity": "unit", "prevalence": "unit"}
-"""How the accelerated EM extrapolates the parameters (``coef``/``intercept``: as is)."""
+_EM_SUPPORTS = {"sensitivity": "unit", "specificity": "unit", "prevalence": "unit"}
+"""Supports the accelerated EM keeps the parameters in (``coef``/``intercept``: none)."""
 
 
 def _fit_logistic(features, target, gamma, tau, start=None, tol=1e-12, max_iter=100):
@@ -304,6 +306,10 @@ def build_model(
         joint = C.item_joint(log_conf, annotations) + log_prior
         C.add_item_likelihood(joint, annotations)
     model.crowd_start = start
+    model.crowd_em = partial(em, annotations, sensitivity_prior=sensitivity_prior,
+                             specificity_prior=specificity_prior,
+                             prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                             intercept_precision=intercept_precision)
     return model
 
 
@@ -343,7 +349,7 @@ def em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
         _start(annotations, pri), tol=tol, max_iter=max_iter,
-        objective=lambda prm: _log_posterior(annotations, prm, pri), scales=_EM_SCALES,
+        objective=lambda prm: _log_posterior(annotations, prm, pri), supports=_EM_SUPPORTS,
         accelerate=accelerate,
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
