@@ -16,6 +16,7 @@ function. :data:`COMPILE_COUNT` counts the compilations (tests use it).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -153,7 +154,8 @@ def _lift(inputs, outputs):
     return placeholders, new_outputs, sources
 
 
-def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None) -> BoundFunction:
+def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
+                   progressbar: bool = False) -> BoundFunction:
     """Compile (or fetch) ``outputs`` as a function of ``inputs`` and the model's data.
 
     ``inputs`` are the symbolic variables the caller will pass (value
@@ -170,12 +172,23 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None) ->
         compiled = _CACHE.get(key)
         hit = compiled is not None
         if not hit:
-            fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
-                                   on_unused_input="ignore", trust_input=True)
+            with _status(progressbar, f"compiling the {kind} function (once per model "
+                                      f"structure and process)"):
+                fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
+                                       on_unused_input="ignore", trust_input=True)
             compiled = _Compiled(fn, len(new_outputs))
             _CACHE[key] = compiled
             COMPILE_COUNT[kind] += 1
     return BoundFunction(compiled, sources, hit)
+
+
+def _status(enabled: bool, message: str):
+    """A spinner with ``message`` on the terminal while a compile runs (rich)."""
+    if not enabled:
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
 
 
 def ravel_parts(parts) -> np.ndarray:

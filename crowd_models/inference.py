@@ -99,13 +99,14 @@ class _Functions:
                              "continuous (the families sum the discrete truth out).")
         self.free_names = [model.values_to_rvs[v].name for v in self.value_vars]
         self._bound = {}
+        self.progressbar = False  # set by fit_map/sample: show compiles
 
     def _get(self, kind, build):
         bound = self._bound.get(kind)
         if bound is None:
             inputs, outputs = build()
-            bound = self._bound[kind] = _compiled.model_function(self.model, kind, inputs,
-                                                                 outputs)
+            bound = self._bound[kind] = _compiled.model_function(
+                self.model, kind, inputs, outputs, progressbar=self.progressbar)
         else:
             bound.refresh()
         return bound
@@ -396,6 +397,7 @@ def fit_map(
     gtol = 1e-9 if gtol is None else gtol
     t0 = time.perf_counter()
     fns = functions_of(model)
+    fns.progressbar = bool(progressbar)
     compare = compare_em and start is None and callable(getattr(model, "crowd_em", None))
     if start is None:
         start = getattr(model, "crowd_start", None)
@@ -414,7 +416,8 @@ def fit_map(
     res, max_grad, stages, polished = _climb(fns, x0_parts, method, opts, polish=polish,
                                              gtol=gtol, n_obs=n_obs, progressbar=progressbar)
     extra = {}
-    if compare:
+    # compare modes only: not a run cut short on purpose or one that stalled
+    if compare and "maxiter" not in options and max_grad <= MAX_GRADIENT * n_obs:
         # the family's EM from the same start: on multimodal posteriors (Dawid-Skene
         # with K = 5 on web search) the two climb to different local optima
         em_fit = model.crowd_em()
@@ -718,6 +721,7 @@ def sample(
     nuts_sampler = _check_sampler(nuts_sampler)
     t0 = time.perf_counter()
     fns = functions_of(model)
+    fns.progressbar = bool(progressbar)
     reference = None
     if isinstance(start, str):
         if start != "map":
@@ -725,7 +729,7 @@ def sample(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # judged just below
             # a start for NUTS needs no Newton polish
-            map_fit = fit_map(model, polish=False)
+            map_fit = fit_map(model, polish=False, progressbar=progressbar)
         reference = map_fit
         x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
         # a large gradient or infinite coordinates at the optimiser's stop mean the
