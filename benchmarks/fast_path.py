@@ -138,10 +138,13 @@ def nuts_rte() -> None:
          f"{wall:.1f} s)", ">= 300", ess / wall >= 300)
     line("NUTS RTE: sample wall / sampling time", f"{wall / sampling:.2f} ({sampling:.1f} s)",
          "<= 1.5", wall / sampling <= 1.5)
-    depth = idata.sample_stats["depth"].values
-    print(f"       r_hat max {float(summ['r_hat'].max()):.3f}; tree depth mean "
-          f"{depth.mean():.2f}; leapfrog steps per draw {idata.sample_stats['n_steps'].mean().item():.1f}"
-          f"; sampler {idata.attrs['nuts_sampler']}", flush=True)
+    stats = idata.sample_stats
+    steps = {name: float(stats[name].mean()) for name in ("depth", "tree_size", "n_steps")
+             if name in stats}
+    per_step = sampling / (4 * 2000 * steps.get("tree_size", steps.get("n_steps", np.nan)))
+    print(f"       r_hat max {float(summ['r_hat'].max()):.3f}; mean tree {steps}; "
+          f"{1e6 * per_step * min(4, os.cpu_count() or 1):.0f} us of sampling per leapfrog step "
+          f"and chain process; sampler {idata.attrs['nuts_sampler']}", flush=True)
 
 
 def student_t() -> None:

@@ -669,6 +669,20 @@ def _identity(*values):
     return values
 
 
+def _value_trace(ndarray_class):
+    """PyMC's NDArray trace recording the value variables as they are (no compiled
+    trace function). PyMC gives each chain a shallow copy of the trace it is
+    handed, which would share one ``samples`` dict between the chains (every
+    chain would read back the last one's draws): each copy here is a new trace."""
+
+    class ValueTrace(ndarray_class):
+        def __copy__(self):
+            return type(self)(model=self.model, vars=self.vars, fn=self.fn,
+                              var_shapes=self.var_shapes, var_dtypes=self.var_dtypes)
+
+    return ValueTrace
+
+
 def sample(
     model: pm.Model,
     *,
@@ -804,9 +818,9 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
     step = pm.NUTS(vars=fns.value_vars, model=model, potential=potential,
                    target_accept=target_accept, initial_point=point,
                    logp_dlogp_func=_NutsLogp(bound, shapes), rng=rng.spawn(1)[0], **kwargs)
-    trace = NDArray(model=model, vars=fns.value_vars, fn=_identity,
-                    var_shapes={k: v.shape for k, v in point.items()},
-                    var_dtypes={k: v.dtype for k, v in point.items()})
+    trace = _value_trace(NDArray)(model=model, vars=fns.value_vars, fn=_identity,
+                                  var_shapes={k: v.shape for k, v in point.items()},
+                                  var_dtypes={k: v.dtype for k, v in point.items()})
     names = [v.name for v in fns.value_vars]
     # one BLAS thread: NUTS's vector operations are small, and OpenBLAS's threads
     # made each of them milliseconds slower on a loaded 2-core machine

@@ -146,6 +146,10 @@ def test_sample_pymc_default_and_warm_call_compiles_once(tiny, tiny_model, count
                                       "true_class": 2}
     np.testing.assert_array_equal(first.posterior["sensitivity"].values,
                                   second.posterior["sensitivity"].values)
+    # each chain its own draws (PyMC shares a handed-in trace between chains unless
+    # each copy is a new one)
+    sens = second.posterior["sensitivity"].values
+    assert not np.allclose(sens[0], sens[1])
     # the item log-likelihood and item_class_prob come from the cached point function:
     # check them against the EM's NumPy marginal at one draw
     draw = second.posterior.isel(chain=1, draw=17)

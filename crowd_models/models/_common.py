@@ -146,9 +146,11 @@ EM_SUPPORTS = ("real", "unit", "simplex", "positive")
 """Supports an accelerated EM (:func:`iterate_em_map`) keeps each parameter in:
 ``"real"`` (no constraint; linear constraints such as zero sums survive, an
 extrapolated point being an affine combination of EM iterates), ``"unit"``
-(probabilities: clipped to [0, 1]), ``"simplex"`` (probabilities summing to 1
-over the last axis: negative entries set to 0, rows renormalised) and
-``"positive"`` (precisions: extrapolated on the log scale)."""
+(probabilities, extrapolated as they are, then clipped into [0, 1]),
+``"simplex"`` (probabilities summing to 1 over the last axis: entries clipped
+from below, rows renormalised) and ``"positive"`` (precisions: extrapolated on
+the log scale). Probabilities are clipped at a tenth of the plain EM iterate's
+distance to the boundary (:data:`_MAX_SHRINK`), so they stay inside."""
 
 ACCELERATE_BELOW = 1e-3
 """An accelerated EM extrapolates only once an EM step moves no parameter by more
@@ -175,15 +177,51 @@ def _to_free(value, support: str) -> np.ndarray:
     return x
 
 
-def _from_free(z: np.ndarray, support: str) -> np.ndarray:
+_MAX_SHRINK = 10.0
+"""An extrapolated probability (and one minus a ``"unit"`` probability) is kept
+at least 1/_MAX_SHRINK of the plain EM iterate's: flat-prior EM moves an entry
+near 0 by tiny absolute steps (it scales it by a factor per step), so an
+extrapolation that drops one next to 0 would leave it there for many steps."""
+
+_MAX_GROWTH = 1e-3
+"""An accelerated EM stops only when, besides the plain stopping rule, no
+probability (nor one minus a ``"unit"`` one) grows by more than this factor
+minus 1 in the last EM step: a converged entry does not, an entry crawling away
+from 0 in steps below ``tol`` (after an extrapolation, or on EM's own path) does."""
+
+
+def _to_support(z: np.ndarray, support: str, ref) -> np.ndarray:
+    """An extrapolated parameter (free coordinates) back in its support; ``ref``
+    is the plain EM iterate theta2."""
     if support == "positive":
         return np.exp(z)
-    if support == "unit":
-        return np.clip(z, 0.0, 1.0)
-    if support == "simplex":
-        z = np.maximum(z, 0.0)
+    if support in ("unit", "simplex"):
+        ref = np.asarray(ref, dtype=float)
+        lower = ref / _MAX_SHRINK
+        if support == "unit":
+            return np.clip(z, lower, 1.0 - (1.0 - ref) / _MAX_SHRINK)
+        z = np.maximum(z, lower)
         return z / z.sum(axis=-1, keepdims=True)
     return z
+
+
+def _growth(new: dict, old: dict, supports: dict) -> float:
+    """Largest relative growth, in one EM step, of a probability (or of one minus
+    a ``"unit"`` probability) among those with a declared support; values below
+    10 PROB_FLOOR are left out (rounding makes a complement there noisy, and
+    the E-step treats them as PROB_FLOOR)."""
+    out = 0.0
+    for k, support in supports.items():
+        if support not in ("unit", "simplex") or k not in new:
+            continue
+        pairs = [(np.asarray(new[k], dtype=float), np.asarray(old[k], dtype=float))]
+        if support == "unit":
+            pairs.append((1.0 - pairs[0][0], 1.0 - pairs[0][1]))
+        for a, b in pairs:
+            grows = (b > 10 * PROB_FLOOR) & (a > b)
+            if np.any(grows):
+                out = max(out, float(np.max(a[grows] / b[grows])) - 1.0)
+    return out
 
 
 def _all_finite(params: dict) -> bool:
@@ -246,13 +284,18 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
     EM iterate.
 
     Every cycle starts with a plain EM step from an accepted point and stops
-    when that step moves less than ``tol``: the stopping rule, and the meaning
-    of the returned point (an EM step from it moves no parameter by more than
-    ``tol``), are plain EM's. When EM converges slowly, at rate rho, such a
-    point may still lie about ``tol / (1 - rho)`` from the exact fixed point,
-    accelerated or not; a smaller ``tol`` costs the accelerated EM much less.
-    Like any extrapolation, SQUAREM can end in a different local maximum than
-    plain EM from the same start (``ACCELERATE_BELOW`` makes that rare).
+    when that step moves less than ``tol`` (plain EM's rule: an EM step from
+    the returned point moves no parameter by more than ``tol``) and, for the
+    probabilities with a declared support, grows none of them (nor one minus
+    a ``"unit"`` one) by a factor above 1 + :data:`_MAX_GROWTH`: with flat
+    priors EM scales an entry near 0 by a factor per step, so an entry
+    crawling away from 0 moves less than ``tol`` per step while far from its
+    fixed value (plain EM stops on such points too, when its own path takes an
+    entry near 0). When EM converges slowly, at rate rho, a point that passes
+    the rule may still lie about ``tol / (1 - rho)`` from the exact fixed
+    point, accelerated or not; a smaller ``tol`` costs the accelerated EM much
+    less. Like any extrapolation, SQUAREM can end in a different local maximum
+    than plain EM from the same start (``ACCELERATE_BELOW`` makes that rare).
 
     Returns (params, n_iter, converged): ``n_iter`` counts EM map evaluations
     (M-steps), the stabilisation steps of rejected extrapolations included;
@@ -293,13 +336,13 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
     step_max, current_lp = 1.0, None  # the objective at params, computed when needed
     while n_iter < max_iter:
         theta1, moved = step(params)
-        if moved < tol:
+        if moved < tol and _growth(theta1, params, supports) <= _MAX_GROWTH:
             return theta1, n_iter, True
         if moved > ACCELERATE_BELOW or n_iter >= max_iter:
             params, current_lp = theta1, None
             continue
         theta2, moved = step(theta1)
-        if moved < tol:
+        if moved < tol and _growth(theta2, theta1, supports) <= _MAX_GROWTH:
             return theta2, n_iter, True
         if n_iter >= max_iter:
             params = theta2
@@ -317,8 +360,8 @@ def iterate_em_map(em_map, params: dict, *, tol: float, max_iter: int, change=ma
             continue
         alpha = -min(ratio, step_max)
         with np.errstate(all="ignore"):
-            point = {k: _from_free(z0[k] - 2 * alpha * r[k] + alpha ** 2 * v[k],
-                                   supports.get(k, "real")) for k in z0}
+            point = {k: _to_support(z0[k] - 2 * alpha * r[k] + alpha ** 2 * v[k],
+                                    supports.get(k, "real"), theta2[k]) for k in z0}
         accepted = False
         if _all_finite(point):
             n_iter += 1

@@ -105,8 +105,8 @@ and :func:`true_value_summary`.
 
 from __future__ import annotations
 
-from functools import partial
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd

@@ -32,6 +32,7 @@ sensitivity and ``confusion[j, 0, 0]`` the specificity.
 from __future__ import annotations
 
 from functools import partial
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt

@@ -83,8 +83,8 @@ per-threshold (cumulative) or bias/noise (latent) tables with intervals.
 
 from __future__ import annotations
 
-from functools import partial
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
