@@ -646,8 +646,13 @@ class _NutsLogp:
         self.bound, self.shapes = bound, shapes
 
     def _pytensor_function(self, q):
-        out = self.bound(*_compiled.split_vector(q, self.shapes))
-        return np.asarray(out[0]), _compiled.ravel_parts(out[1:])
+        # called once per leapfrog step: slices precomputed, one concatenate
+        if getattr(self, "_slices", None) is None:
+            ends = np.cumsum([int(np.prod(s, dtype=int)) for s in self.shapes])
+            self._slices = [(slice(e - int(np.prod(s, dtype=int)), e), s)
+                            for e, s in zip(ends, self.shapes, strict=True)]
+        out = self.bound(*[q[sl].reshape(shape) for sl, shape in self._slices])
+        return np.asarray(out[0]), np.concatenate([np.ravel(g) for g in out[1:]])
 
     def set_extra_values(self, values):
         pass
@@ -658,6 +663,7 @@ class _NutsLogp:
         return {"fn": self.bound.compiled.fn, "data": self.bound.data, "shapes": self.shapes}
 
     def __setstate__(self, state):
+        self._slices = None
         compiled = _compiled._Compiled(state["fn"], 0)
         self.bound = _compiled.BoundFunction.__new__(_compiled.BoundFunction)
         self.bound.compiled, self.bound.sources, self.bound.cache_hit = compiled, [], True
@@ -833,11 +839,12 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
             progressbar=progressbar, return_inferencedata=False,
             compute_convergence_checks=False, discard_tuned_samples=True,
         )
-    value_draws = [np.stack(result.get_values(n, combine=False)) for n in names]
+    chain_ids = sorted(result.chains)
+    value_draws = [np.stack([result.get_values(n, chains=c) for c in chain_ids]) for n in names]
     stats = {}
     for name in result.stat_names:
         try:
-            values = np.stack(result.get_sampler_stats(name, combine=False))
+            values = np.stack([result.get_sampler_stats(name, chains=c) for c in chain_ids])
         except (ValueError, TypeError):
             continue
         if values.ndim >= 2 and values.dtype != object:
