@@ -701,6 +701,7 @@ def sample(
     nuts_sampler: str | None = "pymc",
     target_accept: float = 0.9,
     progressbar: bool = True,
+    jitter: bool = True,
     **kwargs,
 ) -> xr.DataTree:
     """NUTS on a family's model, started near the posterior mode.
@@ -708,7 +709,10 @@ def sample(
     ``start="map"`` (default) runs :func:`fit_map` first and starts every chain
     there, which keeps chains in the mode that agrees with majority vote;
     ``start=None`` uses the majority-vote start (``model.crowd_start``); an EM fit or
-    a dict is used as given. Chains run in parallel on up to ``cores``
+    a dict is used as given. With ``jitter`` (default, as PyMC's own
+    initialisation) each chain starts at U(-1, 1) on the unconstrained scale
+    around that point, so that r-hat compares chains from dispersed starts.
+    Chains run in parallel on up to ``cores``
     processes (default: one per chain, at most the machine's CPU count).
     ``nuts_sampler`` is one of :data:`SAMPLERS`: ``"pymc"`` (default) runs
     PyMC's NUTS on the log density compiled once per model structure (the MAP
@@ -778,7 +782,7 @@ def sample(
         value_draws, stats = _pymc_nuts(model, fns, parts, shapes, draws=draws, tune=tune,
                                         chains=chains, cores=cores, random_seed=random_seed,
                                         target_accept=target_accept, progressbar=progressbar,
-                                        **kwargs)
+                                        jitter=jitter, **kwargs)
     else:
         value_draws, stats = _external_nuts(model, fns, parts, nuts_sampler, draws=draws,
                                             tune=tune, chains=chains, cores=cores,
@@ -810,8 +814,28 @@ def sample(
     return idata
 
 
+JITTER_RETRIES = 10
+"""Draws of a jittered start per chain before falling back to the start itself."""
+
+
+def _jittered_starts(bound, x0, shapes, chains, rng) -> list[np.ndarray]:
+    """One start per chain: ``x0`` plus U(-1, 1) on the unconstrained scale (PyMC's
+    "jitter" initialisation), redrawn until the log density is finite there.
+    Dispersed starts are what lets r-hat see chains that have not mixed."""
+    starts = []
+    for _ in range(chains):
+        for _ in range(JITTER_RETRIES):
+            x = x0 + rng.uniform(-1.0, 1.0, x0.size)
+            if np.isfinite(float(bound(*_compiled.split_vector(x, shapes))[0])):
+                break
+        else:
+            x = x0
+        starts.append(x)
+    return starts
+
+
 def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
-               target_accept, progressbar, **kwargs):
+               target_accept, progressbar, jitter, **kwargs):
     """PyMC's NUTS on the cached compiled log density: (value-variable draws, stats)."""
     from pymc.backends.ndarray import NDArray
     from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
@@ -820,7 +844,11 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
     x0 = _compiled.ravel_parts(parts)
     point = {v.name: np.asarray(p) for v, p in zip(fns.value_vars, parts, strict=True)}
     rng = np.random.default_rng(random_seed)
-    potential = QuadPotentialDiagAdapt(x0.size, x0, np.ones(x0.size), 10, rng=rng.spawn(1)[0])
+    starts = _jittered_starts(bound, x0, shapes, chains, rng) if jitter else [x0] * chains
+    potential = QuadPotentialDiagAdapt(x0.size, np.mean(starts, axis=0), np.ones(x0.size), 10,
+                                       rng=rng.spawn(1)[0])
+    initvals = ([_untransformed_point(model, _compiled.split_vector(x, shapes)) for x in starts]
+                if jitter else _untransformed_point(model, parts))
     step = pm.NUTS(vars=fns.value_vars, model=model, potential=potential,
                    target_accept=target_accept, initial_point=point,
                    logp_dlogp_func=_NutsLogp(bound, shapes), rng=rng.spawn(1)[0], **kwargs)
@@ -834,8 +862,7 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
         warnings.filterwarnings("ignore", message=".*return_inferencedata=False.*")
         result = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, model=model, step=step,
-            trace=trace, initvals=_untransformed_point(model, parts),
-            random_seed=rng.integers(2**31),
+            trace=trace, initvals=initvals, random_seed=rng.integers(2**31),
             progressbar=progressbar, return_inferencedata=False,
             compute_convergence_checks=False, discard_tuned_samples=True,
         )
