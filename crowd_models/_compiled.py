@@ -49,7 +49,6 @@ def clear_cache() -> None:
 @dataclass(frozen=True)
 class _Compiled:
     fn: object  # the pytensor Function
-    n_outputs: int
 
 
 @dataclass
@@ -176,7 +175,7 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
                                       f"structure and process)"):
                 fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
                                        on_unused_input="ignore", trust_input=True)
-            compiled = _Compiled(fn, len(new_outputs))
+            compiled = _Compiled(fn)
             _CACHE[key] = compiled
             COMPILE_COUNT[kind] += 1
     return BoundFunction(compiled, sources, hit)

@@ -643,32 +643,29 @@ class _NutsLogp:
     trust_input = True
 
     def __init__(self, bound, shapes):
-        self.bound, self.shapes = bound, shapes
+        # the compiled function and the model's data, read once for the whole run
+        self.fn, self.data, self.shapes = bound.compiled.fn, bound.data, shapes
+        self._slices = None
 
     def _pytensor_function(self, q):
         # called once per leapfrog step: slices precomputed, one concatenate
-        if getattr(self, "_slices", None) is None:
+        if self._slices is None:
             ends = np.cumsum([int(np.prod(s, dtype=int)) for s in self.shapes])
             self._slices = [(slice(e - int(np.prod(s, dtype=int)), e), s)
                             for e, s in zip(ends, self.shapes, strict=True)]
-        out = self.bound(*[q[sl].reshape(shape) for sl, shape in self._slices])
+        out = self.fn(*[q[sl].reshape(shape) for sl, shape in self._slices], *self.data)
         return np.asarray(out[0]), np.concatenate([np.ravel(g) for g in out[1:]])
 
     def set_extra_values(self, values):
         pass
 
     def __getstate__(self):
-        # the compiled function is written with cloudpickle (PyMC's pickler for
-        # parallel chains); the structure cache is not
-        return {"fn": self.bound.compiled.fn, "data": self.bound.data, "shapes": self.shapes}
+        # cloudpickle (PyMC's pickler for parallel chains) writes the compiled
+        # function; the structure cache stays in this process
+        return {"fn": self.fn, "data": self.data, "shapes": self.shapes}
 
     def __setstate__(self, state):
-        self._slices = None
-        compiled = _compiled._Compiled(state["fn"], 0)
-        self.bound = _compiled.BoundFunction.__new__(_compiled.BoundFunction)
-        self.bound.compiled, self.bound.sources, self.bound.cache_hit = compiled, [], True
-        self.bound.data = state["data"]
-        self.shapes = state["shapes"]
+        self.__dict__.update(state, _slices=None)
 
 
 def _identity(*values):
@@ -767,14 +764,11 @@ def sample(
             )
             parts = _unconstrained_start(model, None)
         else:
-            parts = _compiled.split_vector(x, [np.shape(v) for v in
-                                               _unconstrained_start(model, posterior_of(map_fit))])
+            parts = _unconstrained_start(model, map_fit)
     else:
         parts = _unconstrained_start(model, start)
         if isinstance(start, xr.Dataset | xr.DataTree):
             reference = start
-        elif start is None:
-            reference = None
     shapes = [np.shape(v) for v in parts]
     cores = min(chains, os.cpu_count() or 1) if cores is None else cores
     t_sample = time.perf_counter()

@@ -72,12 +72,9 @@ def test_per_annotator_prior_arrays_are_inputs_not_constants(plain_model, count_
 
 def test_another_structure_gets_its_own_function(plain_model, sim_plain):
     cm.fit_map(plain_model)
-    before = dict(_compiled.COMPILE_COUNT)
-    # flat priors on the two coins: Beta(1, 1) still, but a flat prevalence is the
-    # same structure; a Dawid-Skene model on the same labels is another graph
+    # a Dawid-Skene model on the same labels is another graph: other functions
     ds_model = dawid_skene.build_model(sim_plain, variant="one_coin")
     ds_fit = cm.fit_map(ds_model)
-    assert _compiled.COMPILE_COUNT["logp_grad"] >= before.get("logp_grad", 0)
     keys = {id(b.compiled) for b in functions_of(ds_model)._bound.values()}
     two_keys = {id(b.compiled) for b in functions_of(plain_model)._bound.values()}
     assert not keys & two_keys
