@@ -763,8 +763,9 @@ def sample(
                 "start=None to skip the MAP.", UserWarning, stacklevel=2,
             )
             parts = _unconstrained_start(model, None)
-        else:
-            parts = _unconstrained_start(model, map_fit)
+        else:  # the optimiser's own point (no round trip through the constrained scale)
+            parts = _compiled.split_vector(x, [np.shape(v) for v in
+                                               _unconstrained_start(model, posterior_of(map_fit))])
     else:
         parts = _unconstrained_start(model, start)
         if isinstance(start, xr.Dataset | xr.DataTree):
