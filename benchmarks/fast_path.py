@@ -139,7 +139,7 @@ def nuts_rte() -> None:
     line("NUTS RTE: sample wall / sampling time", f"{wall / sampling:.2f} ({sampling:.1f} s)",
          "<= 1.5", wall / sampling <= 1.5)
     stats = idata.sample_stats
-    steps = {name: float(stats[name].mean()) for name in ("depth", "tree_size", "n_steps")
+    steps = {name: float(stats[name].mean()) for name in ("tree_depth", "tree_size", "n_steps")
              if name in stats}
     per_step = sampling / (4 * 2000 * steps.get("tree_size", steps.get("n_steps", np.nan)))
     print(f"       r_hat max {float(summ['r_hat'].max()):.3f}; mean tree {steps}; "

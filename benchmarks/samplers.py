@@ -1,4 +1,4 @@
-"""NUTS implementations side by side: PyMC's (the default), nutpie and NumPyro.
+"""NUTS implementations side by side: nutpie (the default), PyMC's and NumPyro.
 
 For each data set (RTE two-coin, dog and web-search Dawid-Skene) and each
 installed sampler, ``cm.sample`` with 4 chains x ``--draws`` draws after as many
@@ -6,11 +6,11 @@ tuning steps, twice (the second call is the warm one reported); prints the
 whole call's wall time, the sampler's own time, the minimum bulk ESS over the
 annotator parameters and prevalence, ESS per second of the whole call, the
 largest r-hat and the divergences. Samplers that are not installed are
-skipped with a note (nutpie: ``pip install nutpie``; NumPyro: the ``[jax]``
-extra).
+skipped with a note (NumPyro: the ``[jax]`` extra).
 
     .venv/bin/python benchmarks/samplers.py                 # 1000 draws
     .venv/bin/python benchmarks/samplers.py --draws 300     # quicker
+    .venv/bin/python benchmarks/samplers.py --cases "web Dawid-Skene" --samplers nutpie,numpyro
 """
 
 from __future__ import annotations
@@ -59,12 +59,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    parser.add_argument("--samplers", default=",".join(SAMPLERS),
+                        help="comma-separated samplers (default: all of inference.SAMPLERS)")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs", flush=True)
     for name in args.cases.split(","):
         family, loader, var_names = CASES[name]
         model = family.build_model(getattr(cm.datasets, loader)())
-        for sampler in SAMPLERS:
+        for sampler in args.samplers.split(","):
             if not installed(sampler):
                 print(f"{name:<18} {sampler:<8} not installed", flush=True)
                 continue

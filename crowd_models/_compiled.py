@@ -17,6 +17,7 @@ function. :data:`COMPILE_COUNT` counts the compilations (tests use it).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ def clear_cache() -> None:
 @dataclass(frozen=True)
 class _Compiled:
     fn: object  # the pytensor Function
+    key: tuple  # the structure it was compiled for
 
 
 @dataclass
@@ -175,10 +177,33 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
                                       f"structure and process)"):
                 fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
                                        on_unused_input="ignore", trust_input=True)
-            compiled = _Compiled(fn)
+            compiled = _Compiled(fn, key)
             _CACHE[key] = compiled
             COMPILE_COUNT[kind] += 1
     return BoundFunction(compiled, sources, hit)
+
+
+def constant_values_key(bound: BoundFunction) -> tuple:
+    """The values of the array constants a bound function's structure left out
+    (per-annotator prior arrays): part of the key for code that bakes them in."""
+    return tuple((str(v.type), np.shape(v.data),
+                  hashlib.sha256(np.ascontiguousarray(v.data).tobytes()).hexdigest())
+                 for v in bound.sources if isinstance(v, Constant))
+
+
+def cached_object(kind: str, key: tuple, build, *, progressbar: bool = False):
+    """``build()`` once per ``key`` and process (another library's compiled model,
+    e.g. nutpie's), counted in :data:`COMPILE_COUNT` under ``kind``; cleared with
+    :func:`clear_cache`. Returns (object, whether it was cached)."""
+    with _LOCK:
+        obj = _CACHE.get((kind, key))
+        if obj is not None:
+            return obj, True
+        with _status(progressbar, f"compiling the {kind} model (once per model structure "
+                                  f"and process)"):
+            obj = _CACHE[(kind, key)] = build()
+        COMPILE_COUNT[kind] += 1
+        return obj, False
 
 
 def _status(enabled: bool, message: str):

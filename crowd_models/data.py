@@ -8,15 +8,36 @@ Orders, so that arrays can be aligned with them:
 
 * items and annotators: order of first appearance in the long table (row
   order and column order for :meth:`Annotations.from_wide`);
-* classes: the ``classes=`` argument if given, otherwise sorted. For binary
-  families the *second* class is the positive one (``classes=[0, 1]``,
-  ``[False, True]``, ``["benign", "malignant"]``).
+* classes: the ``classes=`` argument if given; otherwise, for a pandas
+  ``Categorical`` label column, its categories in their declared order
+  (unused categories included); otherwise sorted. For binary families the
+  *second* class is the positive one (``classes=[0, 1]``, ``[False, True]``,
+  ``["benign", "malignant"]``); for ordinal families the class order is the
+  order of the levels.
+
+What the parser refuses and what it only warns about (each message names the
+rows or ids and the fix):
+
+* errors: a missing, empty or whitespace-only item id, annotator id or label;
+  a non-finite label (``inf``, ``-inf``; NaN counts as missing); one column
+  named for two roles; many distinct non-integer numbers as class labels
+  ("did you mean ``continuous=True``?"); duplicate feature names; gold or
+  feature ids that match the item ids only once converted to text or
+  stripped of whitespace (a type or whitespace mismatch); gold that matches
+  no item at all.
+* warnings (the data are used as given): ids or labels that differ only in
+  surrounding whitespace (``'yes'`` / ``' yes'``, pass ``strip=True``) or only
+  in type (``1`` / ``'1'``); classes with no labels; a class that looks like a
+  missing-value code (see :func:`_missing_codes`); more than
+  ``_MANY_CLASSES`` integer classes found without ``classes=``; gold ids of
+  items that have no labels (ignored).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -27,11 +48,252 @@ from crowd_models import _dims as D
 
 __all__ = ["Annotations"]
 
+_MANY_CLASSES = 20
+"""More distinct numeric labels than this, found without ``classes=``, are
+probably measurements: non-integer ones are refused ("did you mean
+continuous=True?"), integer ones give a warning."""
+
+_MISSING_WORDS = frozenset({"na", "n/a", "#n/a", "nan", "none", "null", "missing", "?", "-",
+                            "--", "."})
+"""String classes (compared stripped and lower-cased) that look like a
+missing-value code rather than a class."""
+
+_REPR_WIDTH = 40
+"""An example value longer than this (as repr) is cut in messages."""
+
+_SKIP = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+"""Frames in these folders (the crowd_models package) are skipped when a warning
+names the line that caused it: the warning points at the user's call."""
+
+
+def _warn(message: str) -> None:
+    """A UserWarning attributed to the first caller outside crowd_models."""
+    warnings.warn(message, UserWarning, skip_file_prefixes=_SKIP)
+
+
+def _short_repr(value) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()  # 5, not np.int64(5)
+    text = repr(value)
+    return text if len(text) <= _REPR_WIDTH else text[: _REPR_WIDTH - 3] + "..."
+
 
 def _examples(values, n: int = 5) -> str:
+    """At most ``n`` values, each cut to ``_REPR_WIDTH`` characters, and the count."""
     values = list(values)
-    shown = ", ".join(repr(v) for v in values[:n])
+    shown = ", ".join(_short_repr(v) for v in values[:n])
     return shown + (f", ... ({len(values)} in all)" if len(values) > n else "")
+
+
+def _listing(values, n: int = 10) -> str:
+    """``[a, b, c]``, or ``[a, b, ...] (347 in all)`` past ``n`` values."""
+    values = list(values)
+    shown = ", ".join(_short_repr(v) for v in values[:n])
+    if len(values) <= n:
+        return f"[{shown}]"
+    return f"[{shown}, ...] ({len(values)} in all)"
+
+
+def _is_text(values) -> bool:
+    """Whether a Series / Index may hold strings (object, str or string dtype)."""
+    return values.dtype == object or pd.api.types.is_string_dtype(values)
+
+
+def _strip(values: pd.Series) -> pd.Series:
+    """Strip surrounding whitespace from the strings; other values are kept."""
+    if pd.api.types.is_string_dtype(values) and values.dtype != object:
+        return values.str.strip()
+    if values.dtype == object:
+        return values.map(lambda v: v.strip() if isinstance(v, str) else v)
+    return values
+
+
+def _strip_index(index: pd.Index) -> pd.Index:
+    if not _is_text(index):
+        return index
+    return pd.Index([v.strip() if isinstance(v, str) else v for v in index], name=index.name)
+
+
+def _as_stripped_text(values) -> pd.Series:
+    """The values converted to text and stripped of surrounding whitespace (vectorised)."""
+    if values.dtype != object and pd.api.types.is_string_dtype(values):
+        return pd.Series(values).reset_index(drop=True).str.strip()
+    return pd.Series(np.asarray(values, dtype=object)).astype(str).str.strip()
+
+
+def _blank(values) -> np.ndarray:
+    """Mask of the strings that are empty or whitespace only (of text dtypes only)."""
+    if not _is_text(values):
+        return np.zeros(len(values), dtype=bool)
+    return _as_stripped_text(values).eq("").to_numpy()
+
+
+def _near_duplicates(values: pd.Index) -> list[list]:
+    """Groups of distinct values that are equal once converted to text and stripped
+    of surrounding whitespace ('yes' / ' yes', 1 / '1')."""
+    if len(values) < 2 or not _is_text(values):
+        return []
+    keys = _as_stripped_text(values)
+    dup = keys.duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return []
+    groups: dict[str, list] = {}
+    for key, value in zip(keys[dup], values[dup], strict=True):
+        groups.setdefault(key, []).append(value)
+    return list(groups.values())
+
+
+def _groups_text(groups, n: int = 3) -> str:
+    shown = "; ".join(" and ".join(_short_repr(v) for v in g) for g in groups[:n])
+    return shown + (f"; ... ({len(groups)} groups in all)" if len(groups) > n else "")
+
+
+def _warn_near_duplicates(values: pd.Index, what: str, becomes: str) -> None:
+    groups = _near_duplicates(values)
+    if not groups:
+        return
+    spaced = [g for g in groups if len({type(v) for v in g}) == 1]
+    typed = [g for g in groups if len({type(v) for v in g}) > 1]
+    if spaced:
+        _warn(
+            f"{what}: {_groups_text(spaced)} differ only in surrounding whitespace, so they "
+            f"count as different {becomes}. Pass strip=True to strip surrounding whitespace "
+            f"from ids and labels, or clean them first (.str.strip())."
+        )
+    if typed:
+        _warn(
+            f"{what}: {_groups_text(typed)} differ only in type, so they count as different "
+            f"{becomes}. Make them one type first (e.g. .astype(str))."
+        )
+
+
+def _text_matches(values, targets) -> list[tuple]:
+    """(value, target) pairs where a value not among ``targets`` equals a target once
+    both are converted to text and stripped: a type or whitespace mismatch."""
+    keyed: dict[str, object] = {}
+    for t in targets:
+        keyed.setdefault(str(t).strip(), t)
+    pairs = []
+    for v in values:
+        key = str(v).strip()
+        if key in keyed:
+            pairs.append((v, keyed[key]))
+    return pairs
+
+
+def _mismatch_text(pairs, what: str, targets: str) -> str:
+    """Say how ``what`` differ from ``targets`` in the pairs of :func:`_text_matches`."""
+    by_type = [(v, t) for v, t in pairs if type(v) is not type(t)]
+    if by_type:
+        v, t = by_type[0]
+        v_type, t_type = type(v).__name__, type(t).__name__
+        return (
+            f"{len(by_type)} of {what} match {targets} only once both are converted to text: "
+            f"{what} are {v_type} (e.g. {_short_repr(v)}) where {targets} are {t_type} (e.g. "
+            f"{_short_repr(t)}). Make both the same type (e.g. convert {what} with "
+            f".astype({t_type}))"
+        )
+    v, t = pairs[0]
+    return (
+        f"{len(pairs)} of {what} differ from {targets} only in surrounding whitespace (e.g. "
+        f"{_short_repr(v)} against {_short_repr(t)}). Pass strip=True, or strip them first"
+    )
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_)
+
+
+def _is_integer(value) -> bool:
+    return _is_number(value) and np.isfinite(value) and float(value).is_integer()
+
+
+def _missing_codes(classes) -> list:
+    """Classes that look like a missing-value code rather than a class.
+
+    The heuristic, kept simple on purpose (it only warns):
+
+    * a string class that, stripped and lower-cased, is one of ``_MISSING_WORDS``
+      (``"NA"``, ``"n/a"``, ``"nan"``, ``"None"``, ``"null"``, ``"missing"``,
+      ``"?"``, ``"-"``, ...); the empty string is refused outright as an empty
+      label;
+    * when every class is an integer: the one negative class among classes
+      ``>= 0``, unless the classes are symmetric about 0 (``-1`` among
+      ``0, 1, 2``, but not in ``-1, 1`` or ``-1, 0, 1``);
+    * when every class is an integer: a code made of nines (``9``, ``99``,
+      ``-99``, ``999``, ...) lying further from the other classes than their
+      own span (``99`` among ``1..5``, ``9`` among ``1, 2``; not ``9`` among
+      ``0..9``).
+    """
+    classes = list(classes)
+    found = [c for c in classes if isinstance(c, str) and c.strip().lower() in _MISSING_WORDS]
+    if len(classes) < 2 or not all(_is_integer(c) for c in classes):
+        return found
+    values = [int(c) for c in classes]
+    ordered = sorted(set(values))
+    if len(ordered) < 2:
+        return found
+    symmetric = {-v for v in ordered} == set(ordered)
+    for c, v in zip(classes, values, strict=True):
+        # the smallest and largest of the other classes
+        lo = ordered[1] if v == ordered[0] else ordered[0]
+        hi = ordered[-2] if v == ordered[-1] else ordered[-1]
+        span = hi - lo
+        if v < 0 and lo >= 0 and not symmetric:
+            found.append(c)
+        elif abs(v) >= 9 and set(str(abs(v))) == {"9"} and (
+                v > hi + span + 1 or v < lo - span - 1):
+            found.append(c)
+    return found
+
+
+# --------------------------------------------------------------------- ids
+def _parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
+    """Codes (first appearance) and the distinct ids of one id column."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        # unused categories are not items/annotators: only the values count
+        col = col.astype(col.cat.categories.dtype)
+    if strip:
+        col = _strip(col)
+    codes, ids = pd.factorize(col, sort=False)
+    ids = pd.Index(ids)
+    blank = _blank(ids)
+    if blank.any():
+        on = np.isin(codes, np.flatnonzero(blank))
+        raise ValueError(
+            f"{what} is empty or whitespace only on {on.sum()} row(s), e.g. rows "
+            f"{_examples(rows[on])}; every annotation needs a real {role} id (as it needs a "
+            f"label). Fill in or drop those rows first."
+        )
+    _warn_near_duplicates(ids, what, f"{role}s")
+    return codes, ids
+
+
+def _check_wide_ids(index: pd.Index, what: str, where: str) -> None:
+    """Missing or blank ids in the index or columns of a wide matrix."""
+    missing = np.asarray(pd.isna(index), dtype=bool)
+    blank = _blank(index)
+    bad = missing | blank
+    if bad.any():
+        raise ValueError(
+            f"the {what} hold {bad.sum()} missing, empty or whitespace-only id(s), at "
+            f"position(s) {_examples(np.flatnonzero(bad))}; every {where} needs a real id. "
+            f"Name them, or drop them first."
+        )
+
+
+def _check_roles(**columns) -> None:
+    """One column may play one role only."""
+    seen: dict = {}
+    for role, col in columns.items():
+        for other, other_col in seen.items():
+            if col == other_col:
+                raise ValueError(
+                    f"the {other} and {role} columns are both {col!r}: one column cannot be "
+                    f"both. Name a different column for each ({other}=..., {role}=...)."
+                )
+        seen[role] = col
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +344,7 @@ class Annotations:
         features=None,
         gold=None,
         continuous: bool = False,
+        strip: bool = False,
     ) -> Annotations:
         """Parse a long table with one row per annotation.
 
@@ -89,19 +352,45 @@ class Annotations:
         ----------
         df : DataFrame
             One row per annotation. The same annotator may label the same item
-            more than once; every row counts.
+            more than once; every row counts. Item and annotator ids must be
+            present and not empty or whitespace only (a ``ValueError`` names
+            the rows).
         item, annotator, label : str
-            Column names.
+            Column names; three different columns (one column cannot be, say,
+            both the item and the label column).
         classes : sequence, optional
-            The class order (categorical labels). Default: the sorted distinct
-            labels. Declare it to fix the order or to include a class nobody
-            used.
+            The class order (categorical labels). Default: the categories of
+            a pandas ``Categorical`` label column, in their declared order,
+            unused ones included; otherwise the sorted distinct labels.
+            Declare it to fix the order or to include a class nobody used (a
+            class without labels gives a ``UserWarning``). It takes precedence
+            over a Categorical's categories. Classes must be finite (no NaN,
+            ``inf``). Declaring it also confirms classes that would otherwise
+            warn (a missing-value-like code such as ``-1`` or ``"NA"``, more
+            than 20 integer classes).
         features : DataFrame indexed by item id, or array (item, feature)
-            aligned with the item order (first appearance), optional.
-        gold : Series indexed by item id (NaN or absent = unknown), or array
-            aligned with the item order, optional.
+            aligned with the item order (first appearance), optional. Column
+            names must be unique (also once converted to text).
+        gold : mapping or Series indexed by item id, or array, optional
+            A mapping (``dict`` or ``Series``) from item id to gold label;
+            NaN, None or an absent id means unknown. Ids of items that have no
+            labels are ignored with a ``UserWarning`` giving their count (a full
+            gold file may cover more items than were labelled); a mapping that
+            matches no item at all is refused. Ids must match the item ids by
+            type: gold ids that equal item ids only once both are converted to
+            text (``'7'`` against ``7``) or stripped of whitespace raise a
+            ``ValueError`` that says so; they are not matched silently. An
+            array (or list) is aligned with the item order.
         continuous : bool
-            Labels are real numbers (no classes).
+            Labels are real numbers (no classes); they must be finite.
+            Without it, more than 20 distinct non-integer numbers are refused
+            ("did you mean continuous=True?").
+        strip : bool
+            Strip surrounding whitespace from string item ids, annotator ids,
+            labels, ``classes=``, and the ids and labels of ``gold`` and
+            ``features``. Default False: ids or labels that differ only in
+            surrounding whitespace (``'yes'`` and ``' yes'``, ``'Zoë'`` and
+            ``'Zoë '``) are kept apart, with a ``UserWarning`` listing them.
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(
@@ -109,30 +398,50 @@ class Annotations:
                 f"annotation, got {type(df).__name__}. For an items x annotators matrix "
                 f"use Annotations.from_wide."
             )
+        _check_roles(item=item, annotator=annotator, label=label)
         for arg, col in (("item", item), ("annotator", annotator), ("label", label)):
             if col not in df.columns:
                 raise ValueError(
                     f"column {col!r} (the {arg} column) is not in the table; its columns are "
                     f"{_examples(df.columns, 12)}. Pass {arg}='<column name>' to name it."
                 )
+            n_same = sum(1 for c in df.columns if c == col)
+            if n_same > 1:
+                raise ValueError(
+                    f"the table has {n_same} columns named {col!r} (the {arg} column); column "
+                    f"names must be unique. Rename or drop the extra ones "
+                    f"(df.loc[:, ~df.columns.duplicated()] keeps the first)."
+                )
         if len(df) == 0:
             raise ValueError("the table has zero annotations (no rows); there is nothing to fit.")
+        item_idx, items, annotator_idx, annotators, labels, classes = cls._parse_long(
+            df, item, annotator, label, classes, continuous, strip,
+            where={"item": f"column {item!r} (the item ids)",
+                   "annotator": f"column {annotator!r} (the annotator ids)"},
+            missing_fix=f"drop those rows (df[~df[{label!r}].isin({{codes}})])",
+        )
+        return cls._assemble(
+            item_idx, annotator_idx, labels, items, annotators, classes, features, gold,
+            strip=strip,
+        )
+
+    @staticmethod
+    def _parse_long(df, item, annotator, label, classes, continuous, strip, *, where,
+                    missing_fix):
         for arg, col in (("item", item), ("annotator", annotator)):
             missing = df[col].isna().to_numpy()
             if missing.any():
                 raise ValueError(
-                    f"column {col!r} (the {arg} ids) is missing on {missing.sum()} row(s), e.g. "
+                    f"{where[arg]} is missing on {missing.sum()} row(s), e.g. "
                     f"rows {_examples(df.index[missing])}; every annotation needs an {arg} id. "
                     f"Drop or fill those rows first."
                 )
-        item_idx, items = pd.factorize(df[item], sort=False)
-        annotator_idx, annotators = pd.factorize(df[annotator], sort=False)
-        raw = df[label]
-        labels, classes = _parse_labels(raw, df.index, label, classes, continuous)
-        return cls._assemble(
-            item_idx, annotator_idx, labels, pd.Index(items), pd.Index(annotators),
-            classes, features, gold,
-        )
+        item_idx, items = _parse_ids(df[item], df.index, "item", where["item"], strip)
+        annotator_idx, annotators = _parse_ids(df[annotator], df.index, "annotator",
+                                               where["annotator"], strip)
+        labels, classes = _parse_labels(df[label], df.index, label, classes, continuous,
+                                        strip=strip, missing_fix=missing_fix)
+        return item_idx, items, annotator_idx, annotators, labels, classes
 
     @classmethod
     def from_wide(
@@ -143,11 +452,33 @@ class Annotations:
         features=None,
         gold=None,
         continuous: bool = False,
+        missing=None,
+        strip: bool = False,
     ) -> Annotations:
         """Parse an items x annotators matrix; NaN (or None) marks a missing label.
 
         A DataFrame keeps its index as item ids and its columns as annotator
-        ids; a 2-D array gets ids 0..n-1.
+        ids; a 2-D array gets ids 0..n-1. Ids must be unique, present and not
+        empty.
+
+        Parameters
+        ----------
+        matrix : DataFrame or 2-D array
+        classes, features, gold, continuous, strip
+            As for :meth:`from_frame` (``strip`` also strips the index and
+            the columns). When every column is a pandas ``Categorical`` with
+            the same categories, those give the class order, as in
+            :meth:`from_frame`.
+        missing : scalar or list, optional
+            Further cells that mean "no label", besides NaN and None: e.g.
+            ``missing=-1`` or ``missing=[-1, "NA"]``. Cells are compared by
+            value, and types matter (``-1`` matches ``-1`` and ``-1.0``, not
+            ``"-1"``); a code that matches no cell gives a ``UserWarning``.
+            Without it, a class that looks like a missing-value code gives a
+            ``UserWarning`` that suggests it (a negative integer among
+            non-negative classes, an all-nines code such as ``99`` far from the
+            other classes, strings such as ``"NA"`` or ``"?"``; see
+            ``_missing_codes``), unless ``classes=`` declares the classes.
         """
         if isinstance(matrix, np.ndarray):
             if matrix.ndim != 2:
@@ -161,12 +492,43 @@ class Annotations:
                 f"from_wide expects a DataFrame (items x annotators) or a 2-D numpy array, "
                 f"got {type(matrix).__name__}."
             )
+        for what, where, index in (("item ids (the index)", "row", matrix.index),
+                                   ("annotator ids (the columns)", "column", matrix.columns)):
+            _check_wide_ids(index, what, where)
+        if strip:
+            matrix = matrix.copy()
+            matrix.index = _strip_index(matrix.index)
+            matrix.columns = _strip_index(matrix.columns)
         for what, index in (("item ids (the index)", matrix.index),
                             ("annotator ids (the columns)", matrix.columns)):
             dup = index[index.duplicated()]
             if len(dup):
                 raise ValueError(
-                    f"the {what} contain duplicates: {_examples(dup.unique())}. Ids must be unique."
+                    f"the {what} contain duplicates: {_examples(dup.unique())}"
+                    + (" (once stripped of whitespace by strip=True)" if strip else "")
+                    + ". Ids must be unique."
+                )
+        if missing is not None:
+            iterable = isinstance(missing, Iterable) and not isinstance(missing, str | bytes)
+            codes = list(missing) if iterable else [missing]
+            hit = matrix.isin(codes).to_numpy()
+            if not hit.any():
+                _warn(
+                    f"missing={_listing(codes)} matches no cell of the matrix; nothing was "
+                    f"treated as missing. Types matter: -1 and '-1' differ."
+                )
+            matrix = matrix.mask(hit)
+        dtypes = list(matrix.dtypes)
+        categories = None
+        if any(isinstance(t, pd.CategoricalDtype) for t in dtypes) and not continuous:
+            cats = [t.categories for t in dtypes if isinstance(t, pd.CategoricalDtype)]
+            if len(cats) == len(dtypes) and all(c.equals(cats[0]) for c in cats):
+                categories = cats[0]
+            elif classes is None:
+                _warn(
+                    "some columns of the matrix are Categorical but not all with the same "
+                    "categories, so their category order is not used and the classes are "
+                    "sorted. Pass classes=[...] to give the order."
                 )
         present = matrix.notna().to_numpy()
         empty_cols = matrix.columns[~present.any(axis=0)]
@@ -181,18 +543,20 @@ class Annotations:
                 f"item(s) {_examples(empty_rows)} have no labels (all missing); drop those rows."
             )
         rows, cols = np.nonzero(present)
+        values = matrix.to_numpy(dtype=object)[rows, cols]
         long = pd.DataFrame(
             {
                 "item": matrix.index[rows],
                 "annotator": matrix.columns[cols],
-                "label": matrix.to_numpy(dtype=object)[rows, cols],
+                "label": values if categories is None else pd.Categorical(
+                    values, categories=categories),
             },
             # so that label errors name (item, annotator) cells, not rows of this table
             index=pd.MultiIndex.from_arrays(
                 [matrix.index[rows], matrix.columns[cols]], names=["item", "annotator"]
             ),
         )
-        if not continuous:
+        if not continuous and categories is None:
             # undo the float upcast that NaN forces on integer columns (1.0 -> 1)
             vals = long["label"]
             numeric = pd.to_numeric(vals, errors="coerce")
@@ -200,21 +564,25 @@ class Annotations:
                 lambda v: isinstance(v, float)
             ).any():
                 long["label"] = numeric.astype(np.int64)
-        # continuous labels are converted (and checked) by from_frame
-        out = cls.from_frame(long, classes=classes, continuous=continuous)
+        # continuous labels are converted (and checked) by _parse_labels
+        _, _, _, _, labels, classes = cls._parse_long(
+            long, "item", "annotator", "label", classes, continuous, strip,
+            where={"item": "the item ids (the index)",
+                   "annotator": "the annotator ids (the columns)"},
+            missing_fix="pass missing={codes}",
+        )
         # keep the matrix's row/column order rather than first appearance
         item_order = pd.Index(matrix.index)
         ann_order = pd.Index(matrix.columns)
-        item_idx = item_order.get_indexer(out.items[out.item_idx])
-        ann_idx = ann_order.get_indexer(out.annotators[out.annotator_idx])
-        return cls._assemble(item_idx, ann_idx, out.labels, item_order, ann_order,
-                             out.classes, features, gold)
+        return cls._assemble(item_order.get_indexer(long["item"]),
+                             ann_order.get_indexer(long["annotator"]), labels, item_order,
+                             ann_order, classes, features, gold, strip=strip)
 
     @classmethod
     def _assemble(cls, item_idx, annotator_idx, labels, items, annotators, classes,
-                  features, gold, truth=None) -> Annotations:
-        feats, feature_names = _parse_features(features, items)
-        gold_arr = _parse_gold(gold, items, classes)
+                  features, gold, truth=None, *, strip=False) -> Annotations:
+        feats, feature_names = _parse_features(features, items, strip=strip)
+        gold_arr = _parse_gold(gold, items, classes, strip=strip)
         return cls(
             item_idx=np.asarray(item_idx, dtype=np.int64),
             annotator_idx=np.asarray(annotator_idx, dtype=np.int64),
@@ -337,7 +705,8 @@ class Annotations:
         return replace(self, features=feats, feature_names=names)
 
     def __repr__(self) -> str:
-        kind = "continuous" if self.continuous else f"{self.n_classes} classes {list(self.classes)}"
+        kind = "continuous" if self.continuous else (
+            f"{self.n_classes} classes {_listing(self.classes)}")
         return (
             f"Annotations({self.n_annotations} labels, {self.n_items} items, "
             f"{self.n_annotators} annotators, {kind}, {self.n_features} features, "
@@ -346,9 +715,20 @@ class Annotations:
 
 
 # ----------------------------------------------------------------- parsing
-def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool):
+def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *,
+                  strip: bool = False, missing_fix: str = "drop those rows"):
+    declared = classes is not None
+    categories = None
+    if isinstance(raw.dtype, pd.CategoricalDtype):
+        categories = list(raw.cat.categories)
+        raw = raw.astype(object)
+    if strip:
+        raw = _strip(raw)
+        if categories is not None:
+            categories = list(dict.fromkeys(
+                c.strip() if isinstance(c, str) else c for c in categories))
     missing = raw.isna().to_numpy()
-    if raw.dtype == object or pd.api.types.is_string_dtype(raw):
+    if _is_text(raw):
         # not |=: under pandas copy-on-write .to_numpy() may return a read-only array
         blank = raw.astype(str).str.strip().eq("").to_numpy() & raw.notna().to_numpy()
         missing = missing | blank
@@ -359,7 +739,7 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool):
             f"rows without a label first (df.dropna(subset=[{label!r}]))."
         )
     if continuous:
-        if classes is not None:
+        if declared:
             raise ValueError("continuous labels have no classes: drop classes= or continuous=True.")
         values = pd.to_numeric(raw, errors="coerce")
         bad = values.isna().to_numpy()
@@ -370,56 +750,150 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool):
                 f"categorical labels."
             )
         values = values.to_numpy(dtype=float)
-        if not np.all(np.isfinite(values)):
-            bad = ~np.isfinite(values)
+        infinite = ~np.isfinite(values)
+        if infinite.any():
             raise ValueError(
                 f"continuous labels must be finite; column {label!r} holds infinite values on "
-                f"rows {_examples(index[bad])}."
+                f"rows {_examples(index[infinite])} ({infinite.sum()} row(s)): inf and -inf "
+                f"are not labels. Drop or correct those rows first."
             )
         return values, None
-    if classes is None:
-        uniques = raw.unique()
-        try:
-            classes = sorted(uniques)
-        except TypeError as err:
-            raise TypeError(
-                f"the labels in column {label!r} mix types that cannot be sorted "
-                f"({_examples(uniques)}); pass classes=[...] to give the class order, or make "
-                f"the column one type."
-            ) from err
-        if len(classes) < 2:
-            raise ValueError(
-                f"every label is {classes[0]!r}: one class only, so there is nothing to learn. "
-                f"If other classes exist, declare them with classes=[...]."
-            )
+    uniques = pd.unique(raw)
+    non_finite = [v for v in uniques if _is_number(v) and not np.isfinite(v)]
+    if non_finite:
+        rows = raw.isin(non_finite).to_numpy()
+        raise ValueError(
+            f"column {label!r} holds the non-finite label(s) {_examples(non_finite)} on "
+            f"{rows.sum()} row(s), e.g. rows {_examples(index[rows])}: inf and -inf are not "
+            f"classes. Drop or correct those rows first."
+        )
+    source = "classes="
+    if not declared:
+        if categories is not None:
+            source = f"the categories of column {label!r}"
+            _warn_near_duplicates(pd.Index(categories, dtype=object),
+                                  f"the categories of column {label!r}", "classes")
+            classes = categories
+            if len(classes) < 2:
+                raise ValueError(
+                    f"column {label!r} is Categorical with the single category "
+                    f"{_listing(classes)}: one class only, so there is nothing to learn. If "
+                    f"other classes exist, add them (.cat.add_categories) or declare them "
+                    f"with classes=[...]."
+                )
+        else:
+            _warn_near_duplicates(pd.Index(uniques), f"the labels in column {label!r}",
+                                  "classes")
+            _check_many_classes(uniques, label)
+            try:
+                classes = sorted(uniques)
+            except TypeError as err:
+                raise TypeError(
+                    f"the labels in column {label!r} mix types that cannot be sorted "
+                    f"({_examples(uniques)}); pass classes=[...] to give the class order, or "
+                    f"make the column one type."
+                ) from err
+            if len(classes) < 2:
+                raise ValueError(
+                    f"every label is {_short_repr(classes[0])}: one class only, so there is "
+                    f"nothing to learn. If other classes exist, declare them with "
+                    f"classes=[...]."
+                )
     else:
         classes = list(classes)
-        if len(set(classes)) != len(classes):
-            raise ValueError(f"classes= has duplicates: {classes}.")
+        if strip:
+            classes = [c.strip() if isinstance(c, str) else c for c in classes]
+        unreal = [c for c in classes
+                  if c is None or c is pd.NA or (_is_number(c) and not np.isfinite(c))]
+        if unreal:
+            raise ValueError(
+                f"classes= holds {_examples(unreal)}: a class must be a finite value (NaN and "
+                f"None mean a missing label, inf is not a class). Remove them from classes=."
+            )
+        dup = pd.Index(classes, dtype=object)
+        dup = dup[dup.duplicated()]
+        if len(dup):
+            raise ValueError(
+                f"classes= has duplicates: {_examples(dup.unique())}; name each class once "
+                f"(got {_listing(classes)})."
+            )
         if len(classes) < 2:
             raise ValueError(f"classes= must name at least two classes, got {classes}.")
     classes = pd.Index(classes)
     codes = classes.get_indexer(raw.to_numpy())
     bad = codes < 0
     if bad.any():
+        outside = pd.unique(raw[bad])
+        pairs = _text_matches(outside, classes)
         raise ValueError(
-            f"labels {_examples(pd.unique(raw[bad]))} in column {label!r} are not among the "
-            f"classes {list(classes)} (on {bad.sum()} row(s)). Add them to classes=, or fix "
-            f"the labels (types matter: 1 and '1' differ)."
+            f"labels {_examples(outside)} in column {label!r} are not among the "
+            f"classes {_listing(classes)} (on {bad.sum()} row(s)). Add them to classes=, or fix "
+            f"the labels (types matter: 1 and '1' differ)"
+            + (f"; {_mismatch_text(pairs, 'these labels', 'the classes')}" if pairs else "")
+            + "."
         )
     unused = classes[np.bincount(codes, minlength=len(classes)) == 0]
     if unused.size:
-        warnings.warn(
-            f"class(es) {_examples(unused)} of classes= never occur among the labels; "
-            f"models learn about them from their priors only.", UserWarning, stacklevel=3,
+        fix = "" if source == "classes=" else (
+            f" Drop unused categories first (df[{label!r}].cat.remove_unused_categories()) if "
+            f"they are not classes.")
+        _warn(
+            f"class(es) {_examples(unused)} of {source} never occur among the labels; "
+            f"models learn about them from their priors only.{fix}"
         )
+    if not declared:
+        like_missing = _missing_codes(classes)
+        if like_missing:
+            _warn(
+                f"class(es) {_examples(like_missing)} look like missing-value codes rather "
+                f"than classes (the classes are {_listing(classes)}); they are kept as "
+                f"classes. If they mean no label, "
+                f"{missing_fix.replace('{codes}', _listing(like_missing))}; if they are "
+                f"classes, declare classes=[...] to confirm."
+            )
     return codes.astype(np.int64), classes
 
 
-def _parse_features(features, items: pd.Index):
+def _check_many_classes(uniques, label: str) -> None:
+    """Many distinct numbers as classes: probably continuous labels."""
+    if len(uniques) <= _MANY_CLASSES or not all(_is_number(v) for v in uniques):
+        return
+    fractional = [v for v in uniques if not float(v).is_integer()]
+    if fractional:
+        raise ValueError(
+            f"column {label!r} holds {len(uniques)} distinct numbers, e.g. "
+            f"{_examples(fractional, 3)}, not integer class codes: as classes they would make "
+            f"{len(uniques)} classes. Did you mean continuous=True (--continuous on the "
+            f"command line)? To keep them as classes, declare them with classes=[...]."
+        )
+    _warn(
+        f"column {label!r} holds {len(uniques)} distinct integer labels, so there are "
+        f"{len(uniques)} classes. If they are measurements or ratings on a scale, did you mean "
+        f"continuous=True? Declare classes=[...] to confirm they are classes."
+    )
+
+
+def _parse_features(features, items: pd.Index, *, strip: bool = False):
     if features is None:
         return None, None
     if isinstance(features, pd.DataFrame):
+        if strip:
+            features = features.set_axis(_strip_index(features.index), axis=0)
+        dup_cols = features.columns[features.columns.duplicated()]
+        if len(dup_cols):
+            raise ValueError(
+                f"features have duplicate column names: {_examples(dup_cols.unique())}; each "
+                f"feature needs its own name. Rename them, or drop the repeats "
+                f"(features.loc[:, ~features.columns.duplicated()] keeps the first)."
+            )
+        names = pd.Index(features.columns.astype(str))
+        clash = names.duplicated(keep=False)
+        if clash.any():
+            raise ValueError(
+                f"feature columns {_examples(features.columns[clash])} have the same name once "
+                f"converted to text (feature names are text); rename them so that each "
+                f"feature has its own name."
+            )
         dup = features.index[features.index.duplicated()]
         if len(dup):
             raise ValueError(
@@ -434,19 +908,25 @@ def _parse_features(features, items: pd.Index):
                 f"them (e.g. pd.get_dummies) first."
             )
         missing = items[~items.isin(features.index)]
+        extra = features.index[~features.index.isin(items)]
+        if len(missing) and len(extra):
+            pairs = _text_matches(extra, missing)
+            if pairs:
+                raise ValueError(
+                    "the features' index does not match the item ids of the labels: "
+                    + _mismatch_text(pairs, "the features' ids", "the item ids") + "."
+                )
         if len(missing):
             raise ValueError(
                 f"features are missing for {len(missing)} item(s) with labels, e.g. "
                 f"{_examples(missing)}; the features' index must hold every item id."
             )
-        extra = features.index[~features.index.isin(items)]
         if len(extra):
             raise ValueError(
                 f"features hold {len(extra)} item(s) that have no labels, e.g. "
                 f"{_examples(extra)}; drop those rows (features.loc[...]) — to predict new "
                 f"items, use the fitted classifier instead."
             )
-        names = pd.Index(features.columns.astype(str))
         values = features.loc[items].to_numpy(dtype=float)
     else:
         values = np.asarray(features)
@@ -478,27 +958,61 @@ def _parse_features(features, items: pd.Index):
     return values, names
 
 
-def _parse_gold(gold, items: pd.Index, classes):
+def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
     if gold is None:
         return None
+    if isinstance(gold, pd.DataFrame):
+        raise TypeError(
+            f"gold must be one column of labels (a Series or dict indexed by item id, or an "
+            f"array in item order), got a DataFrame with columns {_examples(gold.columns)}. "
+            f"Pick the column, e.g. gold=table.set_index('<item column>')['<gold column>']."
+        )
+    if isinstance(gold, Mapping):
+        gold = pd.Series(list(gold.values()),
+                         index=pd.Index(list(gold.keys()), tupleize_cols=False),
+                         dtype=None if len(gold) else object)
     if isinstance(gold, pd.Series):
+        if strip:
+            gold = _strip(gold.set_axis(_strip_index(gold.index), axis=0))
         dup = gold.index[gold.index.duplicated()]
         if len(dup):
             raise ValueError(f"gold has duplicate item ids: {_examples(dup.unique())}.")
-        extra = gold.index[~gold.index.isin(items)]
-        if len(extra):
-            raise ValueError(
-                f"gold holds {len(extra)} item id(s) that have no labels, e.g. "
-                f"{_examples(extra)}; drop them."
+        extra = ~gold.index.isin(items)
+        if extra.any():
+            pairs = _text_matches(gold.index[extra], items)
+            if pairs:
+                raise ValueError(
+                    "gold's item ids do not match the item ids of the labels: "
+                    + _mismatch_text(pairs, "gold's ids", "the item ids") + "."
+                )
+            if extra.all():
+                raise ValueError(
+                    f"none of gold's {len(gold)} item id(s) is an item id of the labels (gold "
+                    f"has e.g. {_examples(gold.index, 3)}; the items are e.g. "
+                    f"{_examples(items, 3)}); gold must be indexed by item id. If it is in item "
+                    f"order, pass it as a list or array (gold.to_numpy())."
+                )
+            _warn(
+                f"gold holds {extra.sum()} item id(s) that have no labels (e.g. "
+                f"{_examples(gold.index[extra], 3)}); they are ignored."
             )
         gold = gold.reindex(items)
     else:
         arr = np.asarray(gold, dtype=object)
         if arr.ndim != 1:
-            raise ValueError(f"gold must be 1-D (one entry per item), got shape {arr.shape}.")
+            raise ValueError(
+                f"gold must be 1-D (one entry per item), got shape {arr.shape}. Pass a Series "
+                f"or dict indexed by item id, or a list with one entry per item in item order."
+            )
         if len(arr) != len(items):
-            raise ValueError(f"gold has {len(arr)} entries but there are {len(items)} items.")
+            raise ValueError(
+                f"gold has {len(arr)} entries but there are {len(items)} items; a list or array "
+                f"must align with the item order. Pass a Series or dict indexed by item id to "
+                f"align by id."
+            )
         gold = pd.Series(arr, index=items)
+        if strip:
+            gold = _strip(gold)
     known = gold.notna().to_numpy()
     if classes is None:
         values = pd.to_numeric(gold, errors="coerce").to_numpy(dtype=float)
@@ -513,8 +1027,12 @@ def _parse_gold(gold, items: pd.Index, classes):
     codes[known] = classes.get_indexer(gold[known].to_numpy())
     bad = known & (codes < 0)
     if bad.any():
+        outside = pd.unique(gold[bad])
+        pairs = _text_matches(outside, classes)
         raise ValueError(
-            f"gold labels {_examples(pd.unique(gold[bad]))} are not among the classes "
-            f"{list(classes)}."
+            f"gold labels {_examples(outside)} are not among the classes "
+            f"{_listing(classes)}"
+            + (f"; {_mismatch_text(pairs, 'these gold labels', 'the classes')}" if pairs else "")
+            + "."
         )
     return codes

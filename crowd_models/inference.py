@@ -8,9 +8,11 @@ dims and coords as the families' EM Datasets, plus an item-level
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
+import threading
 import time
 import warnings
 
@@ -19,10 +21,12 @@ import pymc as pm
 import pymc.backends.arviz
 import pytensor.tensor as pt
 import xarray as xr
+from pymc.logprob.utils import ParameterValueError
+from pytensor.compile.sharedvalue import SharedVariable
 from scipy.optimize import linear_sum_assignment, minimize
 from threadpoolctl import threadpool_limits
 
-from crowd_models import _compiled
+from crowd_models import _compiled, _trust
 from crowd_models import _dims as D
 
 __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of"]
@@ -46,6 +50,11 @@ them to ~1e-10."""
 EM_AGREEMENT = 1e-9
 """fit_map's optimum and the family's EM optimum (from the same start) count as
 one mode when their log posteriors agree to this relative tolerance."""
+
+POLISH_RADIUS = 10.0
+"""The polish's largest trust radius on the unconstrained scale (scipy's default,
+1000, let trial steps reach values where PyMC's parameter checks fail): it
+starts next to a mode, where steps are small."""
 
 HESSP_STEP = 6e-6
 """Relative step of the central-difference Hessian-vector products the polish
@@ -250,6 +259,19 @@ def _inside_support(model: pm.Model, point: dict) -> dict:
     out = {}
     for name, value in point.items():
         kind = type(transforms.get(name)).__name__
+        value = np.asarray(value, dtype=float)
+        support = {"SimplexTransform": ("a simplex (entries >= 0 summing to 1 over the last "
+                                        "axis)", lambda v: np.all(v >= 0) and np.allclose(
+                                            v.sum(axis=-1), 1, atol=1e-6)),
+                   "LogOddsTransform": ("[0, 1]", lambda v: np.all((v >= 0) & (v <= 1))),
+                   "LogTransform": ("[0, inf)", lambda v: np.all(v >= 0))}.get(kind)
+        if not np.all(np.isfinite(value)) or (support and not support[1](value)):
+            raise ValueError(
+                f"start[{name!r}] lies outside the support of {name}"
+                + (f", {support[0]}" if support else "") + f": got values from "
+                f"{np.nanmin(value):.4g} to {np.nanmax(value):.4g}"
+                + ("" if np.all(np.isfinite(value)) else " and non-finite ones")
+                + ". Give values inside it (or start=None for the majority-vote start).")
         if kind == "SimplexTransform":
             value = np.clip(value, BOUNDARY, None)
             value = value / value.sum(axis=-1, keepdims=True)
@@ -420,7 +442,11 @@ def fit_map(
     if compare and "maxiter" not in options and max_grad <= MAX_GRADIENT * n_obs:
         # the family's EM from the same start: on multimodal posteriors (Dawid-Skene
         # with K = 5 on web search) the two climb to different local optima
-        em_fit = model.crowd_em()
+        with warnings.catch_warnings():
+            # the EM's own warnings (non-convergence, boundary, chance) describe the
+            # EM; this fit is checked below
+            warnings.simplefilter("ignore", UserWarning)
+            em_fit = model.crowd_em()
         em_lp, map_lp = float(em_fit.attrs["log_posterior"]), -float(res.fun)
         extra = {"em_log_posterior": em_lp, "optimum": "map"}
         if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
@@ -446,7 +472,9 @@ def fit_map(
             f"{max_grad:.2g} over {n_obs} observed items); try another start.",
             UserWarning, stacklevel=2,
         )
+    _check_boundary_mode(fns, res.x, shapes)
     fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
+    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP")
     fit["optimizer_result"] = xr.DataTree(_result_dataset(res, method if not polished else
                                                           "trust-krylov", fns, shapes))
     fit.attrs.update(
@@ -454,6 +482,40 @@ def fit_map(
         method="map", stages=json.dumps(stages), seconds=time.perf_counter() - t0, **extra,
     )
     return fit
+
+
+BOUNDARY_Z = 20.0
+"""fit_map warns when a constrained parameter's unconstrained value exceeds this
+in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
+below 2e-9): the mode sits on the edge of the support."""
+
+
+def _check_boundary_mode(fns, x, shapes) -> None:
+    """Warn when the MAP puts transformed parameters on the edge of their support."""
+    model = fns.model
+    edges = []
+    for var, part in zip(fns.value_vars, _compiled.split_vector(x, shapes), strict=True):
+        rv = model.values_to_rvs[var]
+        if model.rvs_to_transforms.get(rv) is None:
+            continue
+        hit = np.abs(np.asarray(part)) > BOUNDARY_Z
+        if hit.any():
+            edges.append(f"{rv.name} ({int(hit.sum())} of {hit.size})")
+    if edges:
+        warnings.warn(
+            f"the MAP sits on the boundary of the support for {', '.join(edges)} (a rate "
+            f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
+            f"curvature-based intervals there mean nothing. Use the default priors, or "
+            f"cm.sample for the uncertainty.", UserWarning, stacklevel=3,
+        )
+
+
+def _labels_per_annotator(model) -> np.ndarray | None:
+    """Labels per annotator from the model's long table (None without one)."""
+    if "annotator_idx" not in model.named_vars or D.ANNOTATOR not in model.coords:
+        return None
+    codes = np.asarray(model["annotator_idx"].get_value(borrow=True))
+    return np.bincount(codes, minlength=len(model.coords[D.ANNOTATOR]))
 
 
 def _climb(fns, x0_parts, method, opts, *, polish, gtol, n_obs, progressbar):
@@ -471,13 +533,24 @@ def _climb(fns, x0_parts, method, opts, *, polish, gtol, n_obs, progressbar):
     stages = [_stage(method, res, max_grad)]
     polished = False
     if polish and POLISH_GRADIENT * n_obs < max_grad <= MAX_GRADIENT * n_obs:
-        with threadpool_limits(1, user_api="blas"):
-            res2 = _optimise(fns, res.x, shapes, "trust-krylov", {"gtol": min(gtol, 1e-10)},
-                             exact_hessp=False, progressbar=progressbar, label="polish")
-        grad2 = float(np.max(np.abs(res2.jac)))
-        stages.append(_stage("trust-krylov", res2, grad2))
-        if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
-            res, max_grad, polished = res2, grad2, True
+        try:
+            with threadpool_limits(1, user_api="blas"):
+                res2 = _optimise(fns, res.x, shapes, "trust-krylov",
+                                 {"gtol": min(gtol, 1e-10), "max_trust_radius": POLISH_RADIUS},
+                                 exact_hessp=False, progressbar=progressbar, label="polish")
+        except ParameterValueError as error:
+            # a trial step where one of PyMC's parameter checks fails (a
+            # ZeroSumNormal's zero mean, checked to 1e-9, lost to rounding far out):
+            # the polish is optional, L-BFGS's point stands
+            stages.append({"method": "trust-krylov", "success": False,
+                           "message": f"stopped: {error}", "iterations": -1,
+                           "evaluations": -1, "log_posterior": -float(res.fun),
+                           "max_gradient": max_grad})
+        else:
+            grad2 = float(np.max(np.abs(res2.jac)))
+            stages.append(_stage("trust-krylov", res2, grad2))
+            if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
+                res, max_grad, polished = res2, grad2, True
     return res, max_grad, stages, polished
 
 
@@ -601,11 +674,20 @@ def _point_tree(model: pm.Model, value_parts) -> xr.DataTree:
     return xr.DataTree(children={**groups, **_data_groups(model)})
 
 
-SAMPLERS = ("pymc", "nutpie", "numpyro")
-"""The NUTS implementations :func:`sample` runs. ``"pymc"`` (the default) is
-PyMC's sampler on the cached compiled log density (no compilation after a
-model of the same structure has been fitted); the others go through
-``pm.sample(nuts_sampler=...)`` and compile their own code on every call.
+SAMPLERS = ("nutpie", "pymc", "numpyro")
+"""The NUTS implementations :func:`sample` runs, the default first.
+
+``"nutpie"`` (the default; a dependency) compiles the model's log density
+into numba code once per model structure and process (about 10 s) and keeps
+it: a second call, or a model of the same structure on other data, samples at
+once. ``"pymc"`` is PyMC's NUTS on the cached compiled log density (a
+compile of a few seconds, no more after the first model of a structure).
+``"numpyro"`` (the ``crowd_models[jax]`` extra; on a GPU when JAX finds one)
+goes through ``pm.sample(nuts_sampler="numpyro")`` and compiles on every
+call. Measured (``benchmarks/samplers.py``, 4 chains x 1000 draws, warm, min
+bulk ESS per second of the whole call): RTE two-coin nutpie 364-386, PyMC
+177, NumPyro 141; dog Dawid-Skene nutpie 22.6, PyMC 22.2, NumPyro 56; web
+search Dawid-Skene nutpie 0.9, PyMC 0.5, NumPyro 0.4 (under load).
 BlackJAX is not offered: PyMC 6.4 passes it a ``progress_bar`` argument that
 its NUTS kernel (1.6 and 1.7) does not take."""
 
@@ -622,7 +704,7 @@ def _check_count(value, name: str, minimum: int) -> int:
 
 def _check_sampler(nuts_sampler) -> str:
     if nuts_sampler is None:
-        return "pymc"
+        return SAMPLERS[0]
     if nuts_sampler not in SAMPLERS:
         raise ValueError(f"nuts_sampler={nuts_sampler!r} is unknown; use one of {list(SAMPLERS)}.")
     package = _SAMPLER_PACKAGE.get(nuts_sampler)
@@ -695,7 +777,7 @@ def sample(
     cores: int | None = None,
     random_seed=None,
     start="map",
-    nuts_sampler: str | None = "pymc",
+    nuts_sampler: str | None = "nutpie",
     target_accept: float = 0.9,
     progressbar: bool = True,
     jitter: bool = True,
@@ -710,14 +792,14 @@ def sample(
     initialisation) each chain starts at U(-1, 1) on the unconstrained scale
     around that point, so that r-hat compares chains from dispersed starts.
     Chains run in parallel on up to ``cores``
-    processes (default: one per chain, at most the machine's CPU count).
-    ``nuts_sampler`` is one of :data:`SAMPLERS`: ``"pymc"`` (default) runs
-    PyMC's NUTS on the log density compiled once per model structure (the MAP
-    start and the item log-likelihoods reuse the cached functions, so a warm
-    call compiles nothing); ``"nutpie"`` and ``"numpyro"`` (from the
-    ``crowd_models[jax]`` extra; on a GPU when JAX sees one) compile their own
-    code on every call. Extra keyword arguments go to PyMC's NUTS
-    (e.g. ``max_treedepth``) or to ``pm.sample`` for the other samplers.
+    threads (nutpie) or processes (PyMC) (default: one per chain, at most the
+    machine's CPU count). ``nuts_sampler`` is one of :data:`SAMPLERS`:
+    ``"nutpie"`` (default) and ``"pymc"`` keep their compiled code per model
+    structure (a warm call compiles nothing; the MAP start and the item
+    log-likelihoods reuse the cached functions); ``"numpyro"`` (from the
+    ``crowd_models[jax]`` extra; on a GPU when JAX sees one) compiles on every
+    call. Extra keyword arguments go to ``nutpie.sample`` (e.g. ``maxdepth``),
+    to PyMC's NUTS (e.g. ``max_treedepth``) or to ``pm.sample`` for NumPyro.
 
     The result has ``posterior`` (with ``item_class_prob``), ``sample_stats``,
     an item-level ``log_likelihood`` group, ``observed_data`` and
@@ -768,16 +850,19 @@ def sample(
                                                _unconstrained_start(model, posterior_of(map_fit))])
     else:
         parts = _unconstrained_start(model, start)
-        if isinstance(start, xr.Dataset | xr.DataTree):
-            reference = start
+        # the label-switch check compares the chains with the start: a fit as given,
+        # else the model's outputs (item_class_prob) at the start point
+        reference = start if isinstance(start, xr.Dataset | xr.DataTree) else _point_tree(
+            model, parts)
     shapes = [np.shape(v) for v in parts]
     cores = min(chains, os.cpu_count() or 1) if cores is None else cores
     t_sample = time.perf_counter()
-    if nuts_sampler == "pymc":
-        value_draws, stats = _pymc_nuts(model, fns, parts, shapes, draws=draws, tune=tune,
-                                        chains=chains, cores=cores, random_seed=random_seed,
-                                        target_accept=target_accept, progressbar=progressbar,
-                                        jitter=jitter, **kwargs)
+    if nuts_sampler in ("pymc", "nutpie"):
+        run = _pymc_nuts if nuts_sampler == "pymc" else _nutpie_nuts
+        value_draws, stats = run(model, fns, parts, shapes, draws=draws, tune=tune,
+                                 chains=chains, cores=cores, random_seed=random_seed,
+                                 target_accept=target_accept, progressbar=progressbar,
+                                 jitter=jitter, **kwargs)
     else:
         value_draws, stats = _external_nuts(model, fns, parts, nuts_sampler, draws=draws,
                                             tune=tune, chains=chains, cores=cores,
@@ -798,13 +883,22 @@ def sample(
             "item_class_prob" in posterior_of(reference)):
         switched = label_switched_chains(idata, reference)
         idata.attrs["label_switched_chains"] = switched
-        if switched:
+        if switched and len(switched) == chains and chains > 1:
+            warnings.warn(
+                f"every chain ({switched}) disagrees with the reference fit's labels under "
+                f"a relabelling: the chains agree with each other, so the reference (the "
+                f"start: MAP, EM fit or dict) is the likely problem, not the chains; compare "
+                f"it with majority vote (start=None).", UserWarning, stacklevel=2,
+            )
+        elif switched:
             warnings.warn(
                 f"chain(s) {switched} sit in a label-switched mode (their most probable true "
                 f"classes match a permutation of the MAP's labels better than the labels "
                 f"themselves); drop them (idata.sel(chain=...)) or use stronger "
                 f"diagonal-favouring priors.", UserWarning, stacklevel=2,
             )
+    _trust.check_chance(idata.posterior.to_dataset(), _labels_per_annotator(model),
+                        what="the posterior (mean)")
     idata.attrs["seconds"] = time.perf_counter() - t0
     return idata
 
@@ -874,9 +968,84 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
     return value_draws, stats
 
 
+_NUTPIE_STATS = {"depth": "tree_depth", "maxdepth_reached": "reached_max_treedepth",
+                 "mean_tree_accept": "acceptance_rate", "logp": "lp"}
+"""nutpie's sample statistics under PyMC's names (the others keep their own)."""
+
+
+def _nutpie_model(model, fns, shapes, progressbar):
+    """nutpie's compiled model for this model's structure, bound to its data.
+
+    nutpie compiles the log density into a numba C callback (about 10 s of
+    numba here, not cacheable on disk) and bakes array constants and the
+    parameter sizes into it; its data (``pm.Data`` and dim lengths) are inputs.
+    The compiled model is kept per structure, sizes and constant values, and a
+    model with other data gets it through ``with_data``."""
+    import nutpie
+
+    bound = fns.nuts_logp_grad()
+    shared = {v.name: v for v in bound.sources if isinstance(v, SharedVariable)}
+    key = (bound.compiled.key, tuple(shapes), _compiled.constant_values_key(bound),
+           tuple(sorted(shared)))
+    compiled, hit = _compiled.cached_object(
+        "nutpie", key, lambda: nutpie.compile_pymc_model(model, backend="numba", var_names=[]),
+        progressbar=progressbar)
+    if hit:  # nutpie's data are the shared variables its graph reads (by name)
+        compiled = compiled.with_data(**{
+            var.name: np.asarray(shared[var.name].get_value(borrow=True))
+            for var in compiled.shared_var_keys})
+    return compiled
+
+
+def _nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
+                 target_accept, progressbar, jitter, **kwargs):
+    """nutpie's NUTS on its compiled model, cached per structure: (value-variable
+    draws, stats). Each chain starts at the given point, jittered (as for PyMC's
+    sampler) from the chain's own seed, so a seed gives the same chains."""
+    import nutpie
+
+    compiled = _nutpie_model(model, fns, shapes, progressbar)
+    names, slices, _ = compiled.shape_info
+    position = {name: sl for name, sl in zip(names, slices, strict=True)}
+    ours = [v.name for v in fns.value_vars]
+    if sorted(ours) != sorted(names):  # pragma: no cover - nutpie samples the value variables
+        raise RuntimeError(f"nutpie's parameters {names} are not the model's {ours}")
+    bound = fns.nuts_logp_grad()
+    x0 = _compiled.ravel_parts(parts)
+    lock = threading.Lock()
+
+    def chain_start(seed):
+        # nutpie calls this from its chain threads, one seed per chain
+        x = x0
+        if jitter:
+            with lock:
+                x = _jittered_starts(bound, x0, shapes, 1, np.random.default_rng(seed))[0]
+        flat = np.empty(x0.size)
+        for name, part in zip(ours, _compiled.split_vector(x, shapes), strict=True):
+            flat[position[name]] = np.ravel(part)
+        return flat
+
+    compiled = dataclasses.replace(compiled, initial_point_func=chain_start)
+    seed = int(np.random.default_rng(random_seed).integers(2**63))
+    trace = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=cores,
+                          seed=seed, progress_bar=progressbar, save_warmup=False,
+                          store_unconstrained=True, target_accept=target_accept, **kwargs)
+    # transformed variables' draws are in unconstrained_posterior, the others (no
+    # transform: the value is the variable) in posterior
+    groups = [trace[g].to_dataset() for g in ("unconstrained_posterior", "posterior")]
+    value_draws = [np.asarray(next(g[name] for g in groups if name in g).values).reshape(
+        chains, draws, *shape) for name, shape in zip(ours, shapes, strict=True)]
+    stats = {}
+    for name, values in trace["sample_stats"].to_dataset().data_vars.items():
+        if values.dims == (D.CHAIN, D.DRAW) and values.dtype != object:
+            stats[_NUTPIE_STATS.get(name, name)] = np.asarray(values.values)
+    return value_draws, stats
+
+
 def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, cores,
                    random_seed, target_accept, progressbar, **kwargs):
-    """nutpie, NumPyro or BlackJAX through ``pm.sample``: (value-variable draws, stats)."""
+    """NumPyro through ``pm.sample`` (JAX; compiles on every call): (value-variable
+    draws, stats)."""
     post_start = _untransformed_point(model, parts)
     idata = pm.sample(
         draws=draws, tune=tune, chains=chains, cores=cores, model=model,

@@ -26,6 +26,7 @@ plot_confusions : those heatmaps for several annotators, one figure.
 roc_curve, plot_roc : ROC curve and AUC of scores against binary gold labels.
 soft_confusion : sensitivity and specificity of 0/1 predictions against soft labels.
 accuracy : accuracy of a fit's most probable true class against gold labels.
+item_table : one row per item, its most probable class (or true value) and spread.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from scipy import stats
 from scipy.special import logit
 
 from crowd_models import _dims as D
-from crowd_models.data import Annotations
+from crowd_models.data import Annotations, _listing
 from crowd_models.inference import posterior_of
 
 __all__ = [
@@ -51,14 +52,22 @@ __all__ = [
     "plot_roc",
     "soft_confusion",
     "accuracy",
+    "item_table",
 ]
 
 _SAMPLE_DIMS = (D.CHAIN, D.DRAW)
 _STATS = ("mean", "sd", "lower", "upper")
-_BETA_PARAMS = {
-    "sensitivity": ("sensitivity_alpha", "sensitivity_beta"),
-    "specificity": ("specificity_alpha", "specificity_beta"),
+_APPROXIMATIONS = {
+    "sensitivity": ("beta", "sensitivity_alpha", "sensitivity_beta"),
+    "specificity": ("beta", "specificity_alpha", "specificity_beta"),
+    "accuracy": ("beta", "accuracy_alpha", "accuracy_beta"),
+    "precision": ("gamma", "precision_alpha", "precision_beta"),
 }
+"""Approximate posteriors an EM fit may store per annotator: measure ->
+(distribution, first parameter, second parameter); Beta(alpha, beta), and
+Gamma(shape alpha, rate beta). The families' EM write them: two-coin (Raykar
+et al. 2009, sec. 7.1), one-coin Dawid-Skene, continuous (given the truth's
+posterior)."""
 _MC_DRAWS = 4000
 """Monte Carlo draws per annotator for the weight of a Beta-approximated EM fit."""
 _MC_SEED = 2009
@@ -180,29 +189,41 @@ def _summarise_draws(draws: np.ndarray, ci_prob: float) -> dict[str, np.ndarray]
     }
 
 
-def _has_beta_approximation(post: xr.Dataset) -> bool:
-    """Whether an EM Dataset stores the sec. 7.1 Beta approximations.
+def _approximation(post: xr.Dataset, name: str):
+    """The frozen scipy distribution (over annotators) an EM fit stores for
+    measure ``name`` (see :data:`_APPROXIMATIONS`), or None.
 
     Parameters
     ----------
     post : xarray.Dataset
+    name : str
 
     Returns
     -------
-    bool
+    scipy.stats frozen distribution or None
     """
-    names = [n for pair in _BETA_PARAMS.values() for n in pair]
-    return all(n in post and D.ANNOTATOR in post[n].dims for n in names)
+    if name not in _APPROXIMATIONS:
+        return None
+    family, first, second = _APPROXIMATIONS[name]
+    if not all(n in post and D.ANNOTATOR in post[n].dims for n in (first, second)):
+        return None
+    a, b = _annotator_vector(post, first), _annotator_vector(post, second)
+    return stats.beta(a, b) if family == "beta" else stats.gamma(a, scale=1 / b)
 
 
 def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
                          ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
     """Summaries of a one-draw fit (EM or MAP).
 
-    The mean is the fit's point estimate. Spreads and intervals are NaN, except
-    for sensitivity, specificity and weight of a fit with Beta approximations:
-    sensitivity and specificity use the Beta distributions exactly, the weight
-    uses Monte Carlo draws from them.
+    The mean is the fit's point estimate and spreads and intervals are NaN,
+    except for the measures of an EM fit that stores their approximate
+    posterior (:data:`_APPROXIMATIONS`: the Betas of sensitivity,
+    specificity and a one-coin accuracy, the Gamma of a continuous
+    precision): those report the approximation's mean, sd and quantiles, and
+    the weight of a fit with both Betas those of Monte Carlo draws from them.
+    The EM estimate is the approximation's mode, which can lie outside its
+    equal-tailed interval (a sensitivity of 1 on a perfect record), so it is
+    not the reported mean.
 
     Parameters
     ----------
@@ -217,26 +238,23 @@ def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
         Measure name -> dict of ``mean``, ``sd``, ``lower``, ``upper`` vectors.
     """
     tail = (1 - ci_prob) / 2
-    out = {}
+    out, approximations = {}, {}
     for name, da in measures.items():
         point = _draw_matrix(da)[0]
         nan = np.full_like(point, np.nan)
         out[name] = {"mean": point, "sd": nan, "lower": nan.copy(), "upper": nan.copy()}
-    if not (_has_beta_approximation(post) and "sensitivity" in measures
-            and "specificity" in measures):
-        return out
-    params = {name: (_annotator_vector(post, a), _annotator_vector(post, b))
-              for name, (a, b) in _BETA_PARAMS.items()}
-    for name, (a, b) in params.items():
-        out[name]["sd"] = stats.beta.std(a, b)
-        out[name]["lower"] = stats.beta.ppf(tail, a, b)
-        out[name]["upper"] = stats.beta.ppf(1 - tail, a, b)
-    if "weight" in out and "weight" not in post:
+        dist = _approximation(post, name)
+        if dist is not None:
+            approximations[name] = dist
+            out[name] = {"mean": dist.mean(), "sd": dist.std(), "lower": dist.ppf(tail),
+                         "upper": dist.ppf(1 - tail)}
+    if "weight" in out and "weight" not in post and {"sensitivity", "specificity"} <= set(
+            approximations):
         rng = np.random.default_rng(_MC_SEED)
-        sens = rng.beta(*params["sensitivity"], size=(_MC_DRAWS, len(point)))
-        spec = rng.beta(*params["specificity"], size=(_MC_DRAWS, len(point)))
-        mc = _summarise_draws(logit(sens) + logit(spec), ci_prob)
-        out["weight"].update({k: mc[k] for k in ("sd", "lower", "upper")})
+        n = len(out["weight"]["mean"])
+        sens = approximations["sensitivity"].rvs(size=(_MC_DRAWS, n), random_state=rng)
+        spec = approximations["specificity"].rvs(size=(_MC_DRAWS, n), random_state=rng)
+        out["weight"] = _summarise_draws(logit(sens) + logit(spec), ci_prob)
     return out
 
 
@@ -509,12 +527,16 @@ def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
     alpha = _confusion_alpha(post)
     if alpha is None:
         return out
+    # the rows' joint mode (the EM estimate) is not the centre of the cells'
+    # marginals: with few labels the overall accuracy's mode fell outside the
+    # interval for most dog annotators, so the approximation's mean is reported
     a, b = (np.diagonal(x, axis1=1, axis2=2) for x in _beta_marginals(alpha))  # (J, K)
     tail = (1 - ci_prob) / 2
     for k, name in enumerate(names):
-        out[name]["sd"] = stats.beta.std(a[:, k], b[:, k])
-        out[name]["lower"] = stats.beta.ppf(tail, a[:, k], b[:, k])
-        out[name]["upper"] = stats.beta.ppf(1 - tail, a[:, k], b[:, k])
+        out[name] = {"mean": stats.beta.mean(a[:, k], b[:, k]),
+                     "sd": stats.beta.std(a[:, k], b[:, k]),
+                     "lower": stats.beta.ppf(tail, a[:, k], b[:, k]),
+                     "upper": stats.beta.ppf(1 - tail, a[:, k], b[:, k])}
     if weights is not None:
         # rows are independent and the overall accuracy only involves their
         # diagonal cells, so drawing those from their Beta marginals is drawing
@@ -523,8 +545,7 @@ def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
         mc = np.zeros((_MC_DRAWS, a.shape[0]))
         for k in range(a.shape[1]):
             mc += weights[0, k] * rng.beta(a[:, k], b[:, k], size=mc.shape)
-        spread = _summarise_draws(mc, ci_prob)
-        out["accuracy"].update({s: spread[s] for s in ("sd", "lower", "upper")})
+        out["accuracy"] = _summarise_draws(mc, ci_prob)
     return out
 
 
@@ -576,10 +597,12 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     A one-draw fit (EM, MAP) reports its point estimate as ``_mean`` and NaN
     for ``_sd``, ``_lower`` and ``_upper``. An EM Dataset that carries the
     Beta approximations of sec. 7.1 (``sensitivity_alpha``/``_beta``,
-    ``specificity_alpha``/``_beta``) gets the sd and quantiles of those Betas
-    for sensitivity and specificity, and, for the weight, the sd and quantiles
-    of 4000 Monte Carlo draws per annotator from them (fixed seed). The
-    point estimate is the mode of the Beta, not its mean.
+    ``specificity_alpha``/``_beta``) gets the mean, sd and quantiles of those
+    Betas for sensitivity and specificity, and, for the weight, those of 4000
+    Monte Carlo draws per annotator from them (fixed seed). The EM estimate
+    itself is the Betas' mode, which can lie outside their interval (a
+    perfect record gives a mode of 1), so ``_mean`` is the approximation's
+    mean, the centre of its interval; the mode stays in the fit.
 
     Accuracy. The overall accuracy is ``sum_k pi_k confusion[j, k, k]``, the
     probability that annotator j labels a random item correctly, computed
@@ -593,10 +616,13 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
 
     A one-draw fit of a full confusion model (EM) that stores its Dirichlet
     rows ``confusion_alpha`` (annotator, true_class, label_class), alpha plus
-    expected counts, gets the sd and quantiles of ``accuracy_<class>`` from
-    the Beta marginal Beta(alpha_kk, sum_l alpha_kl - alpha_kk), and those of
-    ``accuracy`` from 4000 Monte Carlo draws per annotator from the rows
-    (fixed seed), the class shares held at their point estimate. A one-coin
+    expected counts, gets the mean, sd and quantiles of ``accuracy_<class>``
+    from the Beta marginal Beta(alpha_kk, sum_l alpha_kl - alpha_kk), and
+    those of ``accuracy`` from 4000 Monte Carlo draws per annotator from the
+    rows (fixed seed), the class shares held at their point estimate. As for
+    the Betas, the rows' joint mode (the EM confusion) is not the centre of
+    these marginals (on dog it fell outside the overall accuracy's interval
+    for 76 of 109 annotators), so the means are the approximation's. A one-coin
     EM fit ignores ``confusion_alpha``: those rows are the full model's, not
     the posterior of its single accuracy.
     """
@@ -628,6 +654,10 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
         summaries = _single_draw_summary(post, measures, ci_prob)
     if conf is not None:
         accuracies = _accuracy_summaries(post, conf, ci_prob)
+        if _is_one_coin(post) and "accuracy" in summaries:
+            # one accuracy per annotator, the same for every true class
+            accuracies = {n: v if n == "accuracy" else dict(summaries["accuracy"])
+                          for n, v in accuracies.items()}
         clash = sorted(set(accuracies) & set(summaries) - {"accuracy"})
         if clash:
             raise ValueError(
@@ -915,8 +945,9 @@ def _confusion_cells(fit, annotator, ci_prob: float):
         n = counts.iloc[j]
         title = f"{annotator} ({int(n)} labels)" if np.isfinite(n) else (
             f"{annotator} (labels not recorded)")
-        if len(cells) == 1 and alpha is not None:
+        if len(cells) == 1 and alpha is not None:  # the approximation's mean and interval
             a, b = _beta_marginals(alpha)
+            cells = (a[j] / (a[j] + b[j]))[None]
             interval = (stats.beta.ppf(tail, a[j], b[j]), stats.beta.ppf(1 - tail, a[j], b[j]))
     elif "confusion_mean" in post and set(post["confusion_mean"].dims) == {
             *_SAMPLE_DIMS, D.TRUE_CLASS, D.LABEL_CLASS}:
@@ -936,7 +967,9 @@ def _confusion_cells(fit, annotator, ci_prob: float):
         cells = np.einsum("sjkl,j->skl", draws, weights)
         title = f"all annotators, weighted by labels ({int(counts.sum())} labels)"
         if len(cells) == 1 and alpha is not None:
-            interval = _monte_carlo_mixture(*_beta_marginals(alpha), weights, ci_prob)
+            a, b = _beta_marginals(alpha)
+            cells = np.einsum("jkl,j->kl", a / (a + b), weights)[None]
+            interval = _monte_carlo_mixture(a, b, weights, ci_prob)
 
     if len(cells) > 1:
         interval = (np.quantile(cells, tail, axis=0), np.quantile(cells, 1 - tail, axis=0))
@@ -1002,8 +1035,9 @@ def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
         name), colours the posterior mean (the point estimate of a one-draw
         fit) on a fixed 0..1 scale. Each cell is written as ``"0.82"``, or
         ``"0.82\\n[0.75, 0.88]"`` with its interval when the fit has draws, or
-        is an EM fit with ``confusion_alpha`` (intervals of the Beta marginals;
-        for the population, of 4000 Monte Carlo draws, fixed seed). The title
+        is an EM fit with ``confusion_alpha`` (then the colour and the number
+        are the Beta marginals' mean, and the interval theirs; for the
+        population, of 4000 Monte Carlo draws, fixed seed). The title
         names the annotator and its number of labels.
 
     Raises
@@ -1406,7 +1440,7 @@ def accuracy(fit_or_probs, annotations: Annotations) -> float:
         if (codes < 0).any():
             raise ValueError(
                 f"the fit's classes {list(names)} are not the annotations' classes "
-                f"{list(annotations.classes)}."
+                f"{_listing(annotations.classes)}."
             )
     elif probs.sizes[D.TRUE_CLASS] != annotations.n_classes:
         raise ValueError(
@@ -1415,3 +1449,167 @@ def accuracy(fit_or_probs, annotations: Annotations) -> float:
         )
     known = annotations.gold >= 0
     return float(np.mean(codes[known] == annotations.gold[known]))
+
+
+# -------------------------------------------------------------- item table
+def _labels_per_item(fit, annotations: Annotations | None, items: pd.Index) -> np.ndarray:
+    """Labels per item (repeats counted), in the order of ``items``.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+    annotations : Annotations or None
+        When given, the counts come from its long table.
+    items : pandas.Index
+        The item ids of the rows (the annotations' items when they are given,
+        otherwise the fit's ``item`` coordinate).
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer counts; without annotations they come from a DataTree's
+        ``constant_data["item_idx"]`` (codes into the fit's items) or its
+        ``observed_data["labels"]`` (each item's number of labels), and are NaN
+        for a fit that records neither (an EM Dataset).
+    """
+    if annotations is not None:
+        counts = np.bincount(annotations.item_idx, minlength=annotations.n_items)
+        return pd.Series(counts, index=annotations.items).reindex(items).to_numpy()
+    if isinstance(fit, xr.DataTree):
+        if "constant_data" in fit.children:
+            const = fit["constant_data"].to_dataset()
+            if "item_idx" in const and const["item_idx"].ndim == 1:
+                idx = np.asarray(const["item_idx"].values, dtype=np.int64)
+                if idx.size and idx.min() >= 0 and idx.max() < len(items):
+                    return np.bincount(idx, minlength=len(items))
+        if "observed_data" in fit.children:
+            observed = fit["observed_data"].to_dataset()
+            if "labels" in observed and observed["labels"].dims == (D.ITEM,):
+                da = observed["labels"]
+                counts = pd.Series(np.asarray(da.values), index=pd.Index(da[D.ITEM].values)
+                                   if D.ITEM in da.coords else None)
+                if D.ITEM in da.coords:
+                    counts = counts.reindex(items)
+                if len(counts) == len(items) and counts.notna().all():
+                    return counts.to_numpy(dtype=np.int64)
+    return np.full(len(items), np.nan)
+
+
+def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
+    """:func:`item_table` of a fit with ``item_class_prob``."""
+    probs = _item_class_prob(fit)
+    values = np.asarray(probs.values, dtype=float)
+    n_items, n_classes = values.shape
+    items = (pd.Index(probs[D.ITEM].values) if D.ITEM in probs.coords
+             else pd.RangeIndex(n_items))
+    classes = (pd.Index(probs[D.TRUE_CLASS].values) if D.TRUE_CLASS in probs.coords
+               else pd.RangeIndex(n_classes))
+    counts = _labels_per_item(fit, None, items)
+    if annotations is not None:
+        if annotations.continuous:
+            raise ValueError("this fit has class probabilities (item_class_prob), but the "
+                             "annotations are continuous; pass the annotations of the fit.")
+        missing = annotations.items[~annotations.items.isin(items)]
+        if len(items) != annotations.n_items or len(missing):
+            raise ValueError(
+                f"the fit's {len(items)} items are not the annotations' {annotations.n_items} "
+                f"items" + (f" ({_listing(missing, 3)} are not in the fit)" if len(missing)
+                            else "") + "; pass the annotations the fit was made on."
+            )
+        if len(classes) != annotations.n_classes or not annotations.classes.isin(
+                classes).all():
+            raise ValueError(
+                f"the fit's classes {_listing(classes)} are not the annotations' classes "
+                f"{_listing(annotations.classes)}; pass the annotations the fit was made on."
+            )
+        rows = items.get_indexer(annotations.items)
+        cols = classes.get_indexer(annotations.classes)
+        values, items, classes = values[rows][:, cols], annotations.items, annotations.classes
+        counts = _labels_per_item(fit, annotations, items)
+    best = values.argmax(axis=1)  # ties go to the first class, as in accuracy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(values > 0, values * np.log(values), 0.0)
+    table = pd.DataFrame(
+        {
+            "estimated_label": classes.to_numpy()[best],
+            "estimated_prob": values[np.arange(n_items), best],
+            "entropy": -terms.sum(axis=1),
+            "n_labels": counts,
+        },
+        index=pd.Index(items, name=D.ITEM),
+    )
+    for k, name in enumerate(classes):
+        table[f"prob_{name}"] = values[:, k]
+    if annotations is not None and annotations.has_gold:
+        table["gold"] = annotations.gold_series().reindex(annotations.items).to_numpy()
+    return table
+
+
+def _value_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
+    """:func:`item_table` of a continuous fit (``true_value``, ``true_value_sd``)."""
+    from crowd_models.models.continuous import true_value_summary
+
+    if annotations is not None and not annotations.continuous:
+        raise ValueError("this is a continuous fit (true_value), but the annotations have "
+                         "classes; pass the annotations of the fit.")
+    table = true_value_summary(fit, annotations=annotations)
+    table.insert(4, "n_labels", _labels_per_item(fit, annotations, table.index))
+    return table
+
+
+def item_table(fit, annotations: Annotations | None = None) -> pd.DataFrame:
+    """One row per item: the fit's estimate of its true class or value.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        An EM Dataset, or a DataTree from ``fit_map`` or ``sample``, of any
+        family.
+    annotations : Annotations, optional
+        The data the fit was made on. With them, rows follow their item order,
+        ``n_labels`` is counted from them and a ``gold`` column is added when
+        they carry gold labels (values). Without them, rows follow the fit's
+        ``item`` coordinate and ``n_labels`` comes from a DataTree's
+        ``constant_data``/``observed_data`` (NaN for an EM Dataset, which does
+        not record it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the user's item ids (index name ``item``).
+
+        Categorical fits (``item_class_prob`` (item, true_class)):
+        ``estimated_label``, the most probable class by the user's class names
+        (ties go to the first class); ``estimated_prob``, its probability;
+        ``entropy``, the entropy of the item's class probabilities in nats (0
+        when one class is certain, ``log K`` when all K are equally likely);
+        ``n_labels``; ``prob_<class>`` for each class; and ``gold`` (the gold
+        class, NaN where unknown) when the annotations have gold labels. With
+        many draws (NUTS) the probabilities are averaged over chains and
+        draws first, so ``estimated_prob`` and ``entropy`` describe the
+        posterior mean of ``item_class_prob``.
+
+        Continuous fits (``true_value``, ``true_value_sd``): ``mean``, ``sd``,
+        ``lower``, ``upper`` (90% normal interval) of each item's true value,
+        as :func:`crowd_models.models.continuous.true_value_summary` gives
+        them (over the draws, by the law of total variance), then
+        ``n_labels``, and ``gold`` when the annotations carry gold values.
+
+    Raises
+    ------
+    ValueError
+        If the fit has neither ``item_class_prob`` nor ``true_value``, or the
+        annotations' items (or classes) are not the fit's.
+    """
+    if annotations is not None and not isinstance(annotations, Annotations):
+        raise TypeError(f"annotations must be Annotations or None, got "
+                        f"{type(annotations).__name__}.")
+    post = posterior_of(fit)
+    if "item_class_prob" in post:
+        return _class_item_table(fit, annotations)
+    if "true_value" in post:
+        return _value_item_table(fit, annotations)
+    raise ValueError(
+        f"this fit has neither item_class_prob (item, true_class) nor true_value (item) to "
+        f"tabulate; its variables are {sorted(map(str, post.data_vars))}."
+    )

@@ -54,3 +54,20 @@ def plain_model(sim_plain):
     from crowd_models.models import two_coin
 
     return two_coin.build_model(sim_plain)
+
+
+def _measures(table):
+    return [c[:-len("_mean")] for c in table.columns if c.endswith("_mean")]
+
+
+def assert_estimates_inside_intervals(table):
+    """Each finite interval holds its estimate; returns how many were checked."""
+    checked = 0
+    for m in _measures(table):
+        mean, lo, hi = (table[f"{m}_{s}"].to_numpy() for s in ("mean", "lower", "upper"))
+        finite = np.isfinite(lo) & np.isfinite(hi)
+        bad = finite & ~((lo <= mean) & (mean <= hi))
+        assert not bad.any(), (f"{m}: {bad.sum()} estimates outside their interval, e.g. "
+                               f"{mean[bad][0]:.3f} [{lo[bad][0]:.3f}, {hi[bad][0]:.3f}]")
+        checked += int(finite.sum())
+    return checked

@@ -31,7 +31,7 @@ def test_fit_em_writes_report(labels_csv, capsys):
                  "--label", "call", "--method", "em", "--out", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "[1/4] reading" in printed and "annotator_0" in printed
+    assert "[1/3] reading" in printed and "annotator_0" in printed
     table = pd.read_csv(out / "annotators.csv", index_col=0)
     truth = sim.truth["sensitivity"].to_series()
     est = table["sensitivity_mean"].reindex(truth.index)
@@ -222,9 +222,13 @@ def test_fit_ordinal_em_matches_the_family(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     table = pd.read_csv(tmp_path / "out" / "annotators.csv", index_col=[0, 1])
     assert len(table) == 4 * 3
-    direct = ordinal.em(sim)["sensitivity"].isel(chain=0, draw=0).to_series()
+    fit = ordinal.em(sim)
+    # the table's mean is the mean of the EM's Beta approximation, alpha / (alpha + beta)
+    a, b = fit["sensitivity_alpha"], fit["sensitivity_beta"]
+    direct = (a / (a + b)).transpose("annotator", "threshold").to_series()
     np.testing.assert_allclose(table["sensitivity_mean"].to_numpy(), direct.to_numpy(),
                                atol=1e-9)
+    assert np.all(table["sensitivity_lower"] <= table["sensitivity_mean"])
     items = pd.read_csv(tmp_path / "out" / "items.csv", index_col=0)
     truth = sim.gold_series().reindex(items.index)
     assert (items["estimated_label"] == truth).mean() > 0.8
@@ -295,3 +299,456 @@ def test_help_and_loaders_do_not_import_pymc():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# ------------------------------------------------- gold, separators, variants
+@pytest.fixture(scope="module")
+def small_csv(tmp_path_factory):
+    """A small binary data set with gold, as labels, TSV, gold file and gold column."""
+    sim = two_coin.simulate(sensitivity=[0.9, 0.8, 0.7, 0.75], specificity=[0.9, 0.85, 0.7, 0.8],
+                            n_items=80, rng=np.random.default_rng(3))
+    folder = tmp_path_factory.mktemp("cli_small")
+    frame = sim.to_frame()
+    frame.to_csv(folder / "labels.csv", index=False)
+    frame.to_csv(folder / "labels.tsv", index=False, sep="\t")
+    frame.assign(truth=sim.gold[frame["item"].to_numpy()]).to_csv(folder / "with_gold.csv",
+                                                                  index=False)
+    gold = pd.DataFrame({"item": sim.items, "gold": sim.gold})
+    pd.concat([gold, pd.DataFrame({"item": [1000, 1001], "gold": [0, 1]})]).to_csv(
+        folder / "gold.csv", index=False)
+    return folder, sim
+
+
+def _warning_lines(err):
+    return [line for line in err.splitlines() if line.startswith("warning: ")]
+
+
+def test_gold_file_scores_the_fit_and_the_annotators(small_csv, capsys):
+    import re
+
+    from crowd_models import report
+
+    folder, sim = small_csv
+    out = folder / "gold_em"
+    code = main(["fit", str(folder / "labels.csv"), "--method", "em", "--gold",
+                 str(folder / "gold.csv"), "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    # gold with ids that have no labels is fine: the parser's warning is one line
+    warned = _warning_lines(captured.err)
+    assert warned == ["warning: gold holds 2 item id(s) that have no labels (e.g. 1000, 1001); "
+                      "they are ignored."]
+    assert "UserWarning" not in captured.err and ".py:" not in captured.err
+    fit = two_coin.em(sim)
+    expected = report.accuracy(fit, sim)
+    printed = float(re.search(r"accuracy against gold \(80 items\): (\S+)", captured.out)[1])
+    assert printed == pytest.approx(expected, abs=5e-5)
+    confusion = pd.read_csv(out / "gold_confusion.csv", index_col=0)
+    assert confusion.index.name == "gold" and list(confusion.columns) == ["0", "1"]
+    assert confusion.to_numpy().sum() == 80
+    assert np.trace(confusion.to_numpy()) / 80 == pytest.approx(expected)
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    np.testing.assert_array_equal(items["gold"].to_numpy(), sim.gold)
+    # per annotator: the rates measured on the gold items beside the estimates
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    frame = sim.to_frame()
+    frame["gold"] = sim.gold[frame["item"].to_numpy()]
+    by = frame.groupby("annotator")
+    measured = by.apply(lambda d: np.mean(d["label"] == d["gold"]), include_groups=False)
+    np.testing.assert_allclose(table["gold_accuracy"], measured.reindex(table.index))
+    sens = by.apply(lambda d: np.mean(d.loc[d["gold"] == 1, "label"] == 1), include_groups=False)
+    np.testing.assert_allclose(table["gold_sensitivity"], sens.reindex(table.index))
+    assert (table["n_gold_labels"] == by.size().reindex(table.index)).all()
+    columns = list(table.columns)
+    assert columns.index("gold_sensitivity") == columns.index("sensitivity_upper") + 1
+    assert columns.index("gold_specificity") == columns.index("specificity_upper") + 1
+    assert columns[-2:] == ["n_labels", "n_gold_labels"]
+
+
+def test_gold_column_gives_the_same_report_as_a_gold_file(small_csv, capsys):
+    folder, _ = small_csv
+    code = main(["fit", str(folder / "with_gold.csv"), "--method", "em", "--gold-column",
+                 "truth", "--out", str(folder / "gold_column")])
+    assert code == 0, capsys.readouterr().err
+    if not (folder / "gold_em").exists():
+        assert main(["fit", str(folder / "labels.csv"), "--method", "em", "--gold",
+                     str(folder / "gold.csv"), "--out", str(folder / "gold_em")]) == 0
+    for name in ("annotators.csv", "items.csv", "gold_confusion.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(folder / "gold_column" / name),
+                                      pd.read_csv(folder / "gold_em" / name))
+
+
+def test_sep_reads_tabs_written_as_backslash_t(small_csv, capsys):
+    folder, sim = small_csv
+    # the gold file keeps its commas: its header does not hold a tab
+    code = main(["fit", str(folder / "labels.tsv"), "--sep", "\\t", "--method", "em",
+                 "--gold", str(folder / "gold.csv"), "--out", str(folder / "tsv")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "accuracy against gold (80 items)" in captured.out
+    table = pd.read_csv(folder / "tsv" / "annotators.csv", index_col=0)
+    expected = report_of(two_coin.em(sim))
+    np.testing.assert_allclose(table["sensitivity_mean"], expected["sensitivity_mean"])
+
+
+def report_of(fit):
+    from crowd_models import report
+
+    return report.annotator_summary(fit)
+
+
+def test_strip_merges_ids_that_differ_in_whitespace(tmp_path, capsys):
+    frame = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4] * 2,
+                          "annotator": ["a", "b ", "a ", "b", "a", "b", "a", "b"] * 2,
+                          "label": ["yes", "no", "yes", "yes", "no", "no", "yes", "no"] * 2})
+    frame.to_csv(tmp_path / "spaced_ids.csv", index=False)
+    assert main(["fit", str(tmp_path / "spaced_ids.csv"), "--method", "em", "--out",
+                 str(tmp_path / "kept")]) == 0
+    captured = capsys.readouterr()
+    warned = _warning_lines(captured.err)
+    assert any("differ only in surrounding whitespace" in w and
+               w.endswith("(on the command line: --strip)") for w in warned), warned
+    assert "4 annotators" in captured.out
+    frame["label"] = ["yes", "no", " yes", "yes", "no", "no ", "yes", "no"] * 2
+    frame.to_csv(tmp_path / "spaced.csv", index=False)
+    code = main(["fit", str(tmp_path / "spaced.csv"), "--method", "em", "--strip", "--classes",
+                 "no, yes", "--out", str(tmp_path / "stripped")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert not any("whitespace" in w for w in _warning_lines(captured.err))
+    assert "2 annotators" in captured.out and "['no', 'yes']" in captured.out
+    items = pd.read_csv(tmp_path / "stripped" / "items.csv", index_col=0)
+    assert set(items.columns[:4]) == {"estimated_label", "estimated_prob", "entropy", "n_labels"}
+    assert {"prob_no", "prob_yes"} <= set(items.columns)
+
+
+def test_priors_and_variants_reach_the_family(small_csv, capsys):
+    from crowd_models import report
+    from crowd_models.models import dawid_skene
+
+    folder, sim = small_csv
+    code = main(["fit", str(folder / "labels.csv"), "--method", "em", "--sensitivity-prior",
+                 "2,2", "--specificity-prior", "4,1.5", "--prevalence-prior", "3,3",
+                 "--out", str(folder / "priors")])
+    assert code == 0, capsys.readouterr().err
+    fit = two_coin.em(sim, sensitivity_prior=(2, 2), specificity_prior=(4, 1.5),
+                      prevalence_prior=(3, 3))
+    table = pd.read_csv(folder / "priors" / "annotators.csv", index_col=0)
+    expected = report.annotator_summary(fit)
+    np.testing.assert_allclose(table["specificity_mean"], expected["specificity_mean"])
+    assert np.abs(table["specificity_mean"] - report_of(two_coin.em(sim))[
+        "specificity_mean"]).max() > 1e-3  # the prior changed the fit
+    code = main(["fit", str(folder / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "one-coin", "--accuracy-prior", "2,2", "--method", "em",
+                 "--out", str(folder / "one_coin")])
+    assert code == 0, capsys.readouterr().err
+    fit = dawid_skene.em(sim, variant="one_coin", accuracy_prior=(2, 2))
+    table = pd.read_csv(folder / "one_coin" / "annotators.csv", index_col=0)
+    np.testing.assert_allclose(table["accuracy_mean"],
+                               report.annotator_summary(fit)["accuracy_mean"])
+
+
+def test_continuous_priors_and_gold_rmse(continuous_csv, capsys):
+    from crowd_models.models import continuous
+
+    folder, sim = continuous_csv
+    frame = pd.DataFrame({"item": sim.items, "gold": sim.gold})
+    frame.to_csv(folder / "gold.csv", index=False)
+    out = folder / "priors"
+    code = main(["fit", str(folder / "ratings.csv"), "--continuous", "--bias", "--bias-sd",
+                 "0.5", "--precision-prior", "3,0.2", "--method", "em", "--gold",
+                 str(folder / "gold.csv"), "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "against gold (200 items): correlation" in captured.out
+    fit = continuous.em(sim, bias=True, bias_sd=0.5, precision_prior=(3, 0.2))
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    np.testing.assert_allclose(items["mean"], fit["true_value"].values.ravel())
+    assert list(items.columns) == ["mean", "sd", "lower", "upper", "n_labels", "gold"]
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    long = sim.to_frame()
+    long["gold"] = sim.gold[sim.item_idx]
+    rmse = long.groupby("annotator").apply(
+        lambda d: np.sqrt(np.mean((d["label"] - d["gold"]) ** 2)), include_groups=False)
+    np.testing.assert_allclose(table["gold_rmse"], rmse.reindex(table.index))
+    assert not (out / "gold_confusion.csv").exists()
+
+
+def test_help_lists_every_option_with_the_family_defaults(capsys):
+    import inspect
+
+    from crowd_models import cli
+    from crowd_models.models import MODELS, continuous, dawid_skene, ordinal
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--sep", "--strip", "--variant", "--gold", "--gold-item", "--gold-label",
+                 "--gold-column", "--force", *(p.flag for p in cli.PRIORS)):
+        assert flag in text, flag
+    assert "default: two-coin" in text and "(default: 1000)" in text
+    # the variants are the families' own
+    assert cli.VARIANTS["dawid-skene"] == dawid_skene.VARIANTS
+    assert cli.VARIANTS["ordinal"] == ordinal.VARIANTS
+    assert cli.VARIANTS["continuous"] == continuous.NOISES
+    # every default shown in --help is the family's
+    documented_none = {("prevalence_prior", "ordinal/cumulative"): (2.0, 2.0),
+                       ("prevalence_prior", "ordinal/latent"): 2.0}
+    for prior in cli.PRIORS:
+        for key, (_, _, shown) in prior.where.items():
+            model = key.partition("/")[0]
+            assert f"{shown}" in cli._prior_help(prior)
+            default = inspect.signature(MODELS[model].build_model).parameters[prior.name].default
+            if default is None:
+                default = documented_none.get((prior.name, key))
+            if prior.name == "confusion_prior":  # None: 3 on the diagonal, 1 + 1/(K-1) off it
+                assert shown == "3,1+1/(K-1)"
+                continue
+            numbers = [float(v) for v in shown.split(",")]
+            assert numbers == list(np.atleast_1d(default)), (prior.name, key)
+
+
+def test_variants_without_em_are_the_families_without_em():
+    from crowd_models import cli
+    from crowd_models.models import MODELS, continuous
+
+    binary = two_coin.simulate(sensitivity=[0.9, 0.8, 0.7], specificity=[0.9, 0.8, 0.7],
+                               n_items=20, rng=np.random.default_rng(0))
+    values = continuous.simulate([1.0, 2.0, 3.0], n_items=20, rng=np.random.default_rng(0))
+    for model, variant in cli.WITHOUT_EM:
+        keyword = cli._VARIANT_KEYWORD[model]
+        with pytest.raises(ValueError, match="no EM"):
+            MODELS[model].em(values if model == "continuous" else binary, **{keyword: variant})
+    for model, variants in cli.VARIANTS.items():  # the others have one
+        for variant in variants:
+            if (model, variant) not in cli.WITHOUT_EM:
+                data = values if model == "continuous" else binary
+                fit = MODELS[model].em(data, **{cli._VARIANT_KEYWORD[model]: variant})
+                assert "item_class_prob" in fit or "true_value" in fit
+
+
+def test_warnings_during_a_fit_are_one_line_each(tmp_path, capsys):
+    # every item has one label: the families warn that quality is not identified
+    frame = pd.DataFrame({"item": range(12), "annotator": ["a", "b", "c"] * 4,
+                          "label": [0, 1] * 6})
+    frame.to_csv(tmp_path / "one.csv", index=False)
+    code = main(["fit", str(tmp_path / "one.csv"), "--method", "em", "--out",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 0
+    lines = err.strip().splitlines()
+    assert lines and all(line.startswith("warning: ") for line in lines), err
+    assert any("every item has one label" in line for line in lines)
+    assert "UserWarning" not in err and "warnings.warn" not in err and ".py:" not in err
+
+
+# -------------------------------------------------------------- the fit file
+def test_fit_file_records_family_variant_priors_and_version(small_csv, capsys):
+    import importlib.metadata
+    import json
+
+    folder, _ = small_csv
+    out = folder / "recorded"
+    code = main(["fit", str(folder / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "full", "--confusion-prior", "4,1", "--method", "em", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    with xr.open_dataset(out / "fit.nc", engine="h5netcdf") as saved:
+        attrs = dict(saved.attrs)
+    assert attrs["crowd_models_version"] == importlib.metadata.version("crowd_models")
+    assert attrs["family"] == "dawid_skene" and attrs["variant"] == "full"
+    assert attrs["method"] == "em"
+    priors = json.loads(attrs["priors"])
+    assert priors["confusion_prior"] == [4.0, 1.0]
+    assert priors["accuracy_prior"] == [3.0, 2.0]  # the family's default, recorded
+    assert "priors" in json.loads(attrs["json_attrs"])
+    assert "--confusion-prior 4,1" in attrs["command"]
+
+
+def test_list_attrs_survive_the_netcdf_round_trip(tmp_path):
+    """label_switched_chains: an empty list or a list of ints comes back as the
+    same list (netCDF alone gives an empty float array / an int array)."""
+    import json
+
+    from crowd_models import cli
+
+    post = xr.Dataset({"x": (("chain", "draw"), np.zeros((3, 2)))})
+    for switched in ([], [0, 2]):
+        tree = xr.DataTree.from_dict({"posterior": post})
+        tree.attrs = {"label_switched_chains": switched, "flipped_chains": [], "seconds": 1.5}
+        path = tmp_path / f"fit{len(switched)}.nc"
+        cli._write_fit(tree, path, {"family": "two_coin", "priors": {"a": (1.0, 2.0)}})
+        with xr.open_datatree(path, engine="h5netcdf") as saved:
+            attrs = dict(saved.attrs)
+        back = json.loads(attrs["label_switched_chains"])
+        assert back == switched and all(type(c) is int for c in back)
+        assert json.loads(attrs["flipped_chains"]) == []
+        assert json.loads(attrs["priors"]) == {"a": [1.0, 2.0]}
+        assert sorted(json.loads(attrs["json_attrs"])) == ["flipped_chains",
+                                                            "label_switched_chains", "priors"]
+        assert attrs["seconds"] == 1.5
+        assert tree.attrs["label_switched_chains"] == switched  # the fit itself is untouched
+
+
+def test_nuts_diagnostics_are_arviz_s(tmp_path):
+    import arviz as az
+
+    from crowd_models import cli
+
+    rng = np.random.default_rng(1)
+    good = rng.normal(size=(2, 50, 3))
+    shifted = rng.normal(size=(2, 50)) + np.array([[0.0], [3.0]])  # chains disagree
+    post = xr.Dataset({"good": (("chain", "draw", "x"), good),
+                       "shifted": (("chain", "draw"), shifted),
+                       "fixed": (("chain", "draw"), np.ones((2, 50)))},
+                      coords={"chain": [0, 1], "draw": np.arange(50)})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.eye(2, 50, dtype=bool))})
+    tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+    tree.attrs["label_switched_chains"] = [1]
+    diag = cli.nuts_diagnostics(tree)
+    assert diag["max_rhat_variable"] == "shifted"
+    assert diag["max_rhat"] == pytest.approx(float(az.rhat(post[["shifted"]])["shifted"]))
+    ess = az.ess(post[["good", "shifted"]], method="bulk")
+    assert diag["min_ess_bulk"] == pytest.approx(min(float(ess["good"].min()),
+                                                     float(ess["shifted"])))
+    assert diag["divergences"] == 2 and diag["label_switched_chains"] == [1]
+
+
+@pytest.mark.slow
+def test_fit_nuts_prints_and_records_the_diagnostics(small_csv, capsys):
+    import json
+    import re
+
+    import arviz as az
+
+    folder, _ = small_csv
+    out = folder / "nuts"
+    code = main(["fit", str(folder / "labels.csv"), "--method", "nuts", "--draws", "30",
+                 "--tune", "30", "--chains", "2", "--seed", "3", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    line = next(x for x in captured.out.splitlines() if x.startswith("NUTS: "))
+    found = re.match(r"NUTS: max r-hat (\S+) \((\w+)\), min bulk ESS (\S+) \((\w+)\), (\d+) "
+                     r"divergences, label-switched chains: (.+)$", line)
+    assert found, line
+    with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
+        attrs = dict(saved.attrs)
+        rhat = az.rhat(saved.posterior.to_dataset())
+        divergences = int(saved.sample_stats["diverging"].values.sum())
+    assert float(found[1]) == pytest.approx(float(rhat[found[2]].max()), abs=5e-4)
+    assert attrs["max_rhat"] == pytest.approx(float(found[1]), abs=5e-4)
+    assert int(found[5]) == divergences == attrs["divergences"]
+    switched = json.loads(attrs["label_switched_chains"])
+    assert isinstance(switched, list)
+    assert found[6] == (str(switched) if switched else "none")
+    assert attrs["method"] == "nuts" and attrs["chains"] == 2 and attrs["random_seed"] == 3
+
+
+@pytest.mark.slow
+def test_variants_without_em_fit_by_map(tmp_path, capsys):
+    import crowd_models as cm
+    from crowd_models.models import dawid_skene
+
+    conf = np.stack([np.full((3, 3), 0.1) + np.eye(3) * 0.7] * 4)
+    sim = dawid_skene.simulate(conf, n_items=60, classes=["cat", "dog", "fox"],
+                               rng=np.random.default_rng(8))
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "hier"
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "hierarchical", "--spread-prior", "0.5", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "[1/3] reading" in captured.out and "EM (reference fit)" not in captured.out
+    fit = cm.fit_map(dawid_skene.build_model(sim, variant="hierarchical", spread_prior=0.5))
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    np.testing.assert_allclose(items["prob_dog"],
+                               fit.posterior["item_class_prob"].sel(true_class="dog").values[0, 0],
+                               atol=1e-6)
+    with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
+        assert saved.attrs["variant"] == "hierarchical"
+
+
+# ------------------------------------------------------------ report.item_table
+def test_item_table_of_an_em_fit():
+    from crowd_models import report
+
+    sim = two_coin.simulate(sensitivity=[0.9, 0.8, 0.7], specificity=[0.9, 0.8, 0.7],
+                            n_items=30, rng=np.random.default_rng(2))
+    frame = sim.to_frame()
+    frame["label"] = frame["label"].map({0: "neg", 1: "pos"})
+    frame = frame.iloc[:-1]  # one item has one label fewer
+    import crowd_models as cm
+
+    ann = cm.Annotations.from_frame(frame, gold=dict(zip(sim.items, np.where(
+        sim.gold == 1, "pos", "neg"), strict=True)))
+    fit = two_coin.em(ann)
+    table = report.item_table(fit, ann)
+    probs = fit["item_class_prob"].values[0, 0]
+    assert table.index.name == "item" and list(table.index) == list(ann.items)
+    np.testing.assert_array_equal(table["estimated_label"],
+                                  np.where(probs[:, 1] > probs[:, 0], "pos", "neg"))
+    np.testing.assert_allclose(table["estimated_prob"], probs.max(axis=1))
+    np.testing.assert_allclose(table["entropy"], -(probs * np.log(probs)).sum(axis=1))
+    np.testing.assert_allclose(table[["prob_neg", "prob_pos"]].to_numpy(), probs)
+    counts = frame.groupby("item").size().reindex(ann.items)
+    assert table["n_labels"].tolist() == counts.tolist() and sorted(set(counts)) == [2, 3]
+    assert (table["gold"] == np.where(sim.gold == 1, "pos", "neg")).all()
+    bare = report.item_table(fit)  # without annotations: the EM Dataset has no counts
+    assert bare["n_labels"].isna().all() and "gold" not in bare
+    pd.testing.assert_frame_equal(bare.drop(columns="n_labels"),
+                                  table.drop(columns=["n_labels", "gold"]))
+
+
+def test_item_table_of_draws_averages_them_and_reads_constant_data():
+    from crowd_models import report
+
+    probs = np.array([[[[0.9, 0.1], [0.5, 0.5]], [[0.7, 0.3], [0.5, 0.5]]],
+                      [[[0.8, 0.2], [0.0, 1.0]], [[0.6, 0.4], [0.0, 1.0]]]])  # chain, draw
+    post = xr.Dataset({"item_class_prob": (("chain", "draw", "item", "true_class"), probs)},
+                      coords={"item": ["u", "v"], "true_class": ["a", "b"]})
+    const = xr.Dataset({"item_idx": ("annotation", np.array([0, 1, 1, 0, 1]))})
+    tree = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
+    table = report.item_table(tree)
+    np.testing.assert_allclose(table["prob_a"], [0.75, 0.25])
+    assert table["estimated_label"].tolist() == ["a", "b"]
+    np.testing.assert_allclose(table["estimated_prob"], [0.75, 0.75])
+    expected = -(0.75 * np.log(0.75) + 0.25 * np.log(0.25))
+    np.testing.assert_allclose(table["entropy"], [expected, expected])
+    assert table["n_labels"].tolist() == [2, 3]
+    certain = xr.DataTree.from_dict({"posterior": post.isel(chain=[1], draw=[0])})
+    assert report.item_table(certain)["entropy"].iloc[1] == 0.0  # 0 log 0 = 0
+
+
+def test_item_table_of_a_continuous_fit_and_bad_calls(continuous_csv):
+    from crowd_models import report
+    from crowd_models.models import continuous
+
+    _, sim = continuous_csv
+    fit = continuous.em(sim)
+    table = report.item_table(fit, sim)
+    summary = continuous.true_value_summary(fit, annotations=sim)
+    pd.testing.assert_frame_equal(table.drop(columns="n_labels"), summary)
+    assert (table["n_labels"] == np.bincount(sim.item_idx)).all()
+    with pytest.raises(ValueError, match="continuous fit"):
+        report.item_table(fit, two_coin.simulate(sensitivity=[0.9, 0.8], specificity=[0.9, 0.8],
+                                                 n_items=5, rng=np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="neither item_class_prob"):
+        report.item_table(fit[["precision"]])
+    other = two_coin.simulate(sensitivity=[0.9, 0.8, 0.7], specificity=[0.9, 0.8, 0.7],
+                              n_items=10, rng=np.random.default_rng(0))
+    small = two_coin.em(other)
+    with pytest.raises(ValueError, match="not the annotations' 9 items"):
+        report.item_table(small, other.select(other.item_idx < 9))
+
+
+@pytest.mark.slow
+def test_item_table_of_a_map_fit_counts_labels_from_constant_data():
+    import crowd_models as cm
+    from crowd_models import report
+
+    sim = two_coin.simulate(sensitivity=[0.9, 0.8, 0.7], specificity=[0.9, 0.8, 0.7],
+                            n_items=40, rng=np.random.default_rng(4))
+    sim = sim.select(np.arange(sim.n_annotations) != 0)  # item 0 has 2 labels
+    fit = cm.fit_map(two_coin.build_model(sim))
+    table = report.item_table(fit)
+    assert table["n_labels"].tolist() == np.bincount(sim.item_idx).tolist()
+    pd.testing.assert_frame_equal(table, report.item_table(fit, sim).drop(columns="gold"))

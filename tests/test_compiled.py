@@ -129,19 +129,19 @@ def tiny_model(tiny):
     return tiny[1]
 
 
-def test_sample_pymc_default_and_warm_call_compiles_once(tiny, tiny_model, count_compiles):
+def test_sample_pymc_warm_call_compiles_once(tiny, tiny_model, count_compiles):
     first = cm.sample(tiny_model, draws=60, tune=60, chains=2, cores=1, random_seed=1,
-                      progressbar=False)
+                      progressbar=False, nuts_sampler="pymc")
     count_compiles.clear()
     second = cm.sample(tiny_model, draws=60, tune=60, chains=2, cores=1, random_seed=1,
-                       progressbar=False)
+                       progressbar=False, nuts_sampler="pymc")
     # the MAP start, NUTS's log density and the item log-likelihoods come from the
     # cache; PyMC compiles a small initial-point function (FAST_COMPILE) per
     # jittered chain start, one without jitter
     assert len(count_compiles) <= 2
     count_compiles.clear()
     cm.sample(tiny_model, draws=20, tune=20, chains=2, cores=1, random_seed=1,
-              progressbar=False, jitter=False)
+              progressbar=False, jitter=False, nuts_sampler="pymc")
     assert len(count_compiles) <= 1
     assert second.attrs["nuts_sampler"] == "pymc"
     assert second.posterior.sizes == {"chain": 2, "draw": 60, "annotator": 5, "item": 60,
@@ -162,7 +162,53 @@ def test_sample_pymc_default_and_warm_call_compiles_once(tiny, tiny_model, count
     np.testing.assert_allclose(draw["item_class_prob"].values, prob, rtol=1e-9)
 
 
-@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "pymc"])
+def test_nutpie_compiles_once_per_structure_and_binds_new_data(tiny_model, count_compiles):
+    """nutpie's compiled model is cached per structure, sizes and constant values:
+    a second call and a data set of the same structure compile nothing and see
+    their own data; per-annotator prior arrays (constants nutpie bakes in) miss."""
+    kwargs = dict(draws=150, tune=150, chains=2, cores=1, random_seed=3, progressbar=False)
+    first = cm.sample(tiny_model, **kwargs)
+    count = _compiled.COMPILE_COUNT["nutpie"]
+    count_compiles.clear()
+    again = cm.sample(tiny_model, **kwargs)
+    assert _compiled.COMPILE_COUNT["nutpie"] == count
+    assert len(count_compiles) == 0  # nor any PyTensor function
+    assert again.attrs["nuts_sampler"] == "nutpie"  # the default
+    # a seed gives the same chains; the chains are not copies of each other
+    np.testing.assert_array_equal(first.posterior["sensitivity"].values,
+                                  again.posterior["sensitivity"].values)
+    sens = again.posterior["sensitivity"].values
+    assert not np.allclose(sens[0], sens[1])
+    assert {"diverging", "tree_depth", "reached_max_treedepth"} <= set(again.sample_stats)
+
+    def near_map(idata, model):
+        # the posterior mean sits within 1.5 posterior sd of this model's MAP
+        fit = cm.fit_map(model)
+        post = idata.posterior["sensitivity"]
+        gap = np.abs(post.mean(("chain", "draw")).values - fit.posterior["sensitivity"].values)
+        return np.all(gap < 1.5 * post.std(("chain", "draw")).values + 0.01)
+
+    assert near_map(again, tiny_model)
+    # accurate annotators on 300 items: the same structure, other data
+    rng = np.random.default_rng(11)
+    sharp = two_coin.simulate(np.full(5, 0.95), np.full(5, 0.95), n_items=300,
+                              prevalence=0.4, rng=rng)
+    model = two_coin.build_model(sharp)
+    sharp_idata = cm.sample(model, **kwargs)
+    assert _compiled.COMPILE_COUNT["nutpie"] == count
+    assert near_map(sharp_idata, model)
+    assert float(sharp_idata.posterior["sensitivity"].mean()) > float(
+        again.posterior["sensitivity"].mean()) + 0.1
+    # per-annotator Beta(200, 2) priors: the same PyTensor structure, other constants
+    strong = two_coin.build_model(sharp, sensitivity_prior=(np.full(5, 200.0), np.full(5, 2.0)))
+    strong_idata = cm.sample(strong, **kwargs)
+    assert _compiled.COMPILE_COUNT["nutpie"] == count + 1
+    assert near_map(strong_idata, strong)
+    assert float(strong_idata.posterior["sensitivity"].mean()) > float(
+        sharp_idata.posterior["sensitivity"].mean()) + 0.01
+
+
+@pytest.mark.parametrize("sampler", [s for s in SAMPLERS if s != "pymc"])  # against PyMC's
 def test_other_samplers_when_installed(tiny_model, sampler):
     package = {"nutpie": "nutpie", "numpyro": "numpyro"}[sampler]
     if importlib.util.find_spec(package) is None:
@@ -174,7 +220,7 @@ def test_other_samplers_when_installed(tiny_model, sampler):
                       nuts_sampler=sampler, progressbar=False)
     assert idata.attrs["nuts_sampler"] == sampler
     ref = cm.sample(tiny_model, draws=200, tune=200, chains=2, cores=1, random_seed=2,
-                    progressbar=False)
+                    progressbar=False, nuts_sampler="pymc")
     for name in ("sensitivity", "specificity"):
         a = idata.posterior[name].mean(("chain", "draw")).values
         b = ref.posterior[name].mean(("chain", "draw")).values

@@ -562,11 +562,13 @@ class TestGoldErrors:
         with pytest.raises(ValueError, match=r"gold has duplicate item ids: 'q1'"):
             Annotations.from_frame(long_df(), gold=gold)
 
-    def test_unknown_ids(self):
+    def test_unknown_ids_are_ignored_with_a_warning(self):
+        # users hold full gold files: ids without labels are dropped, and counted
         gold = pd.Series({"q1": "yes", "q7": "no"})
-        with pytest.raises(ValueError, match=r"gold holds 1 item id\(s\) that have no labels, "
-                                             r"e\.g\. 'q7'"):
-            Annotations.from_frame(long_df(), gold=gold)
+        with pytest.warns(UserWarning, match=r"gold holds 1 item id\(s\) that have no labels "
+                                             r"\(e\.g\. 'q7'\); they are ignored"):
+            ann = Annotations.from_frame(long_df(), gold=gold)
+        assert list(ann.gold) == [-1, 1, -1]
 
     def test_values_outside_classes(self):
         with pytest.raises(ValueError, match=r"gold labels 'maybe' are not among the classes "

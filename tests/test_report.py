@@ -260,7 +260,10 @@ def test_summary_em_beta_intervals_match_scipy(ci_prob):
         np.testing.assert_allclose(table[f"{m}_lower"], stats.beta.ppf(tail, a, b), rtol=1e-12)
         np.testing.assert_allclose(table[f"{m}_upper"], stats.beta.ppf(1 - tail, a, b),
                                    rtol=1e-12)
-    np.testing.assert_allclose(table["sensitivity_mean"], sens)  # the point estimate
+        # the approximation's mean, the centre of its interval (not the EM's mode)
+        np.testing.assert_allclose(table[f"{m}_mean"], a / (a + b), rtol=1e-12)
+        assert np.all((table[f"{m}_lower"] <= table[f"{m}_mean"])
+                      & (table[f"{m}_mean"] <= table[f"{m}_upper"]))
     assert table["n_labels"].tolist() == [40, 20, 9]
 
 
@@ -268,7 +271,6 @@ def test_summary_em_weight_is_monte_carlo_from_the_betas():
     sens, spec = beta_modes()
     fit = point_fit(sens, spec, beta=BETA)
     table = report.annotator_summary(fit)
-    np.testing.assert_allclose(table["weight_mean"], logit(sens) + logit(spec))
     # an independent, much larger Monte Carlo of the same quantity
     big = np.random.default_rng(1)
     n = 400_000
@@ -279,6 +281,8 @@ def test_summary_em_weight_is_monte_carlo_from_the_betas():
     for column, q in (("weight_lower", 0.05), ("weight_upper", 0.95)):
         error = np.abs(table[column].to_numpy() - np.quantile(w, q, axis=0))
         assert np.all(error < 0.1 * sd), column  # ~3 Monte Carlo standard errors
+    # the mean of the draws (the mode's weight can be infinite on a perfect record)
+    assert np.all(np.abs(table["weight_mean"].to_numpy() - w.mean(0)) < 0.1 * sd)
     # fixed seed: the table is reproducible
     pd.testing.assert_frame_equal(table, report.annotator_summary(fit))
 
@@ -833,16 +837,16 @@ def test_summary_em_confusion_alpha_gives_beta_intervals(ci_prob):
     tail = (1 - ci_prob) / 2
     a = diagonal(ALPHA)
     b = ALPHA.sum(axis=2) - a
-    mode = (a - 1) / (ALPHA.sum(axis=2) - 3)
     for k, c in enumerate(CLASSES):
-        np.testing.assert_allclose(table[f"accuracy_{c}_mean"], mode[:, k], rtol=1e-12)
+        np.testing.assert_allclose(table[f"accuracy_{c}_mean"], a[:, k] / (a + b)[:, k],
+                                   rtol=1e-12)
         np.testing.assert_allclose(table[f"accuracy_{c}_sd"], stats.beta.std(a[:, k], b[:, k]),
                                    rtol=1e-12)
         np.testing.assert_allclose(table[f"accuracy_{c}_lower"],
                                    stats.beta.ppf(tail, a[:, k], b[:, k]), rtol=1e-12)
         np.testing.assert_allclose(table[f"accuracy_{c}_upper"],
                                    stats.beta.ppf(1 - tail, a[:, k], b[:, k]), rtol=1e-12)
-    np.testing.assert_allclose(table["accuracy_mean"], mode @ PREVALENCE, rtol=1e-12)
+    np.testing.assert_allclose(table["accuracy_mean"], (a / (a + b)) @ PREVALENCE, atol=3e-3)
     assert table["n_labels"].tolist() == [60, 25, 8]
 
 
@@ -971,14 +975,19 @@ def test_plot_confusion_population_of_hierarchical_fit_is_confusion_mean(rng):
 def test_plot_confusion_em_intervals_are_the_beta_marginals():
     ax = report.plot_confusion(em_confusion_fit(), "ann_c")
     rows = ALPHA[2]
-    mode = (rows - 1) / (rows.sum(axis=1, keepdims=True) - 3)
-    np.testing.assert_allclose(ax.images[0].get_array(), mode, rtol=1e-12)
+    mean = rows / rows.sum(axis=1, keepdims=True)  # the marginals' mean, not the rows' mode
+    np.testing.assert_allclose(ax.images[0].get_array(), mean, rtol=1e-12)
     rest = rows.sum(axis=1, keepdims=True) - rows
     lower, upper = stats.beta.ppf([[[0.05]], [[0.95]]], rows, rest)
-    np.testing.assert_array_equal(cell_texts(ax), expected_texts(mode, lower, upper))
+    np.testing.assert_array_equal(cell_texts(ax), expected_texts(mean, lower, upper))
+    assert np.all((lower <= mean) & (mean <= upper))
     assert ax.get_title() == "ann_c (8 labels)"
     population = report.plot_confusion(em_confusion_fit())
     assert all("[" in t for t in cell_texts(population).ravel())
+    weights = np.array([60, 25, 8]) / 93
+    shown = population.images[0].get_array()
+    np.testing.assert_allclose(shown, np.einsum("jkl,j->kl", ALPHA / ALPHA.sum(
+        axis=2, keepdims=True), weights), rtol=1e-12)
 
 
 def test_plot_confusion_single_draw_without_alpha_has_no_intervals():

@@ -13,7 +13,7 @@ import crowd_models as cm
 from crowd_models.inference import label_switched_chains
 from crowd_models.models import two_coin
 
-from .conftest import RADIOLOGISTS
+from .conftest import RADIOLOGISTS, assert_estimates_inside_intervals
 
 PARAMS = ["sensitivity", "specificity", "item_class_prob"]
 
@@ -261,6 +261,8 @@ def test_rte_nuts_and_loo(rte, rte_model):
     idata = cm.sample(rte_model, draws=400, tune=400, chains=2, random_seed=3,
                       start=map_fit, progressbar=False)
     assert cm.report.accuracy(idata, rte) >= 0.925
+    # the table's estimates lie inside their intervals (one per annotator and measure)
+    assert assert_estimates_inside_intervals(cm.report.annotator_summary(idata)) >= 3 * 164
     loo = az.loo(idata, pointwise=True)
     assert loo.elpd_i.sizes["item"] == 800
     assert loo.n_data_points == 800

@@ -4,17 +4,20 @@ output container."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
+import scipy.sparse as sp
 import xarray as xr
 from scipy.special import gammaln, logsumexp, xlog1py, xlogy
 
 from crowd_models import _dims as D
-from crowd_models.data import Annotations
+from crowd_models import _trust
+from crowd_models.data import Annotations, _listing
 
 PROB_FLOOR = 1e-12
 """EM keeps probabilities within [PROB_FLOOR, 1 - PROB_FLOOR] (flat priors can
@@ -34,7 +37,7 @@ def require_categorical(annotations, family: str, n_classes: int | None = None) 
     if n_classes is not None and annotations.n_classes != n_classes:
         raise ValueError(
             f"{family} needs exactly {n_classes} classes, these annotations have "
-            f"{annotations.n_classes}: {list(annotations.classes)}."
+            f"{annotations.n_classes}: {_listing(annotations.classes)}."
         )
 
 
@@ -108,15 +111,54 @@ def long_table_data(annotations: Annotations) -> dict:
     return {name: model[name] for name in names}
 
 
-def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.ndarray:
-    """NumPy twin of :func:`item_joint`."""
-    per_row = log_confusion[annotations.annotator_idx, :, annotations.labels]
+_LABEL_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Annotations -> (the code arrays it was built from, its :func:`_label_counts`
+matrix). Weak keys: an entry goes with its Annotations object (``eq=False``, so
+hashed by identity; ``dataclasses.replace`` makes a new object, hence a new
+entry)."""
+
+
+def _label_counts(annotations: Annotations) -> sp.csr_array:
+    """The long table as a sparse (item, annotator * n_classes + label) count
+    matrix X (CSR, float64; a repeated label counts 2), built once per
+    Annotations object and cached: EM reuses it at every iteration.
+
+    ``X @ A`` sums, for each item, the rows ``A[annotator * K + label]`` of its
+    labels; ``X.T @ B`` sums, for each (annotator, label), the rows of ``B`` of
+    the items so labelled. Both replace a gather and a scatter-add over the
+    annotation rows by one sparse product (several times faster at 10^6 labels).
+    """
+    source = (annotations.item_idx, annotations.annotator_idx, annotations.labels)
+    cached = _LABEL_COUNTS.get(annotations)
+    if cached is not None and all(a is b for a, b in zip(cached[0], source, strict=True)):
+        return cached[1]
     k = annotations.n_classes
-    out = np.zeros((annotations.n_items, k))
-    for c in range(k):  # k is small; bincount is the fast scatter-add
-        out[:, c] = np.bincount(annotations.item_idx, weights=per_row[:, c],
-                                minlength=annotations.n_items)
-    return out
+    shape = (annotations.n_items, annotations.n_annotators * k)
+    index = np.int32 if max(*shape, len(source[0])) < np.iinfo(np.int32).max else np.int64
+    rows = np.asarray(source[0], dtype=index)
+    cols = np.asarray(source[1], dtype=index) * k + np.asarray(source[2], dtype=index)
+    matrix = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=shape)
+    matrix.sum_duplicates()  # canonical: sorted column indices, one entry per cell
+    _LABEL_COUNTS[annotations] = (source, matrix)
+    return matrix
+
+
+def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.ndarray:
+    """NumPy twin of :func:`item_joint`: the (item, true_class) float64 sums of
+    ``log_confusion[annotator, :, label]`` over each item's annotation rows (0
+    for an item without labels), as one product with :func:`_label_counts`.
+
+    ``log_confusion`` is (annotator, true_class, label_class). Only the entries
+    of (annotator, label) pairs that occur are read, as in a gather.
+    """
+    log_confusion = np.asarray(log_confusion, dtype=float)
+    J, K = annotations.n_annotators, annotations.n_classes
+    if log_confusion.shape != (J, K, K):
+        raise ValueError(f"log_confusion must be (annotator, true_class, label_class) = "
+                         f"{(J, K, K)}, got {log_confusion.shape}.")
+    # rows (annotator, label) in the count matrix's column order, columns true class
+    per_pair = log_confusion.transpose(0, 2, 1).reshape(J * K, K)
+    return _label_counts(annotations) @ per_pair
 
 
 def _item_marginal_logp(value, joint):
@@ -407,11 +449,15 @@ def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None,
-               attrs=None) -> xr.Dataset:
+               attrs=None, supports=None) -> xr.Dataset:
     """An EM fit as a Dataset with the posterior's names, dims and coords.
 
     ``params`` become (chain=1, draw=1, ...) variables so that EM, MAP and NUTS
     fits line up in ArviZ; ``extra`` (name -> (dims, values)) are stored as is.
+    The fit is checked (:mod:`crowd_models._trust`): a ``UserWarning`` when
+    ``attrs["converged"]`` is 0, when an estimate named in ``supports`` sits
+    on the edge of its support, and when annotators the fit puts below chance
+    give a large share of the labels.
     """
     coords = {k: v for k, v in annotations.coords().items()}
     data = {}
@@ -424,7 +470,14 @@ def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None
     coords = {k: v for k, v in coords.items() if k in used}
     coords[D.CHAIN] = [0]
     coords[D.DRAW] = [0]
-    return xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
+    ds = xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
+    family = str(ds.attrs.get("family", "the")).replace("_", "-")
+    # stacklevel 3: the warnings point at the caller of the family's em
+    _trust.check_converged(ds.attrs, family, stacklevel=3)
+    if supports:
+        _trust.check_boundary(params, supports, f"the {family} EM", stacklevel=3)
+    _trust.check_chance(ds, annotations.n_labels(), what=f"the {family} EM", stacklevel=3)
+    return ds
 
 
 def zerosum_normal_logpdf(x, sd) -> float:

@@ -119,7 +119,8 @@ from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from crowd_models import _dims as D
-from crowd_models.data import Annotations
+from crowd_models import _trust
+from crowd_models.data import Annotations, _listing
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 from crowd_models.report import _check_ci_prob, _summarise_draws
@@ -191,7 +192,7 @@ def _require_continuous(annotations, family: str = "the continuous model") -> No
     if not annotations.continuous:
         raise ValueError(
             f"{family} needs continuous (numeric) labels; these annotations have classes "
-            f"{list(annotations.classes)}. Parse them with "
+            f"{_listing(annotations.classes)}. Parse them with "
             f"Annotations.from_frame(..., continuous=True)."
         )
     labels = np.asarray(annotations.labels)
@@ -675,6 +676,8 @@ def build_model(
     ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
     """
     _require_continuous(annotations)
+    _trust.check_identifiable(annotations, "the continuous model")
+    _trust.check_constant_annotators(annotations, "the continuous model")
     nu = _check_noise(noise, nu)
     if isinstance(quadrature_nodes, bool) or not isinstance(
             quadrature_nodes, int | np.integer) or quadrature_nodes < 2:
@@ -791,6 +794,8 @@ def em(
     ``log_likelihood``, ``n_iter`` (M-steps run), ``converged`` and ``label_scale``.
     """
     _require_continuous(annotations)
+    _trust.check_identifiable(annotations, "the continuous model")
+    _trust.check_constant_annotators(annotations, "the continuous model")
     _check_noise(noise, 4.0)
     if noise != "gaussian":
         raise ValueError(
@@ -846,6 +851,7 @@ def em(
             "log_likelihood": loglik, "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged), "label_scale": pri["scale"],
         },
+        supports=_EM_SUPPORTS,
     )
 
 

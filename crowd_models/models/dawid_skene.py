@@ -41,6 +41,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from crowd_models import _dims as D
+from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
@@ -152,12 +153,11 @@ def _joint(ann, params):
 
 
 def _expected_counts(ann, prob):
-    """N[j, k, l]: expected number of labels l by annotator j on items of class k."""
+    """N[j, k, l]: expected number of labels l by annotator j on items of class k
+    (``prob``: (item, true_class)), as one product with the cached sparse
+    (item, (annotator, label)) count matrix."""
     J, K = ann.n_annotators, ann.n_classes
-    weights = prob[ann.item_idx]  # (annotation, true_class)
-    flat = ann.annotator_idx * K + ann.labels  # (annotator, label_class)
-    counts = np.stack([np.bincount(flat, weights=weights[:, k], minlength=J * K)
-                       for k in range(K)], axis=1)  # (J*K_label, K_true)
+    counts = C._label_counts(ann).T @ np.asarray(prob, dtype=float)  # (J*K_label, K_true)
     return counts.reshape(J, K, K).transpose(0, 2, 1)
 
 
@@ -323,6 +323,7 @@ def build_model(
     ``confusion_spread`` their standard deviation, the offsets standardised.
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
+    _trust.check_identifiable(annotations, "the Dawid-Skene model")
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, spread_prior, coef_precision, intercept_precision)
     K = annotations.n_classes
@@ -410,6 +411,7 @@ def em(
     ``log_likelihood``, ``n_iter`` (M-steps run), ``converged``.
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
+    _trust.check_identifiable(annotations, "the Dawid-Skene model")
     if variant == "hierarchical":
         raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
                          "build_model(..., variant='hierarchical').")
@@ -450,6 +452,7 @@ def em(
             "log_posterior": _log_posterior(annotations, params, pri, variant),
             "n_iter": n_iter, "converged": int(converged),
         },
+        supports=_EM_SUPPORTS,
     )
 
 

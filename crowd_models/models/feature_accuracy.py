@@ -85,6 +85,7 @@ import xarray as xr
 from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
+from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
@@ -552,6 +553,7 @@ def build_model(
     holds the majority-vote start (``fit_map`` starts there).
     """
     _check_annotations(annotations)
+    _trust.check_identifiable(annotations, FAMILY)
     if coef_prior not in ("laplace", "horseshoe"):
         raise ValueError(f"coef_prior={coef_prior!r} is not one of 'laplace', 'horseshoe'.")
     for name, value in (("horseshoe_scale", horseshoe_scale), ("slab_scale", slab_scale),
@@ -664,6 +666,7 @@ def em(
     ``n_iter``, ``converged``.
     """
     _check_annotations(annotations)
+    _trust.check_identifiable(annotations, FAMILY)
     pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
     if int(n_restarts) < 1:
         raise ValueError(f"n_restarts must be >= 1, got {n_restarts!r}.")

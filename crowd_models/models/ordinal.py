@@ -18,7 +18,10 @@ Two models, chosen with ``variant=``:
     **Repair rule** (used by :func:`em`, ``build_model`` and
     :func:`class_probabilities`): clip the differences at zero and
     renormalise each item's row (clip-and-renormalise); :func:`negative_differences`
-    counts how often it was needed, and ``em`` stores the counts in its attrs.
+    counts how often it was needed, and ``em`` stores the counts in its attrs
+    and warns with them. On real data the repair is common (most items of a
+    4-level set), so for class probabilities and their intervals the latent
+    variant is the coherent choice.
 
     The model's ``labels`` log-density is the *sum* of the K - 1 binary
     problems' per-item marginal log-likelihoods. It is a composite
@@ -72,9 +75,11 @@ Two models, chosen with ``variant=``:
     points. An annotator's cut points (shared + offsets) are sorted before
     use, so they stay ordered whatever the offsets.
 
-Levels. The annotations' classes must be the integers 1..K in order (the
-loaders ``load_web_search`` and ``load_anesthesia`` give 1..5 and 1..4);
-anything else raises a ``ValueError`` that says how to recode.
+Levels. The annotations' classes must be integers, increasing in the class
+order: 1..K (the loaders ``load_web_search`` and ``load_anesthesia`` give
+1..5 and 1..4), 0..K-1, or any other increasing codes; the thresholds are
+named after them (``">0"``, ``">1"``, ...). Words, or integers declared out
+of order, raise a ``ValueError`` that says how to recode.
 
 One module, three views: :func:`build_model` (PyMC), :func:`em`
 (cumulative variant) and :func:`simulate`; :func:`annotator_summary` for
@@ -83,6 +88,7 @@ per-threshold (cumulative) or bias/noise (latent) tables with intervals.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from functools import partial
 
@@ -97,7 +103,7 @@ from scipy.stats import norm
 
 from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
-from crowd_models.data import Annotations
+from crowd_models.data import Annotations, _listing
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 from crowd_models.models import two_coin
@@ -149,7 +155,7 @@ FLAT_PRIORS = dict(
 
 # -------------------------------------------------------------- the levels
 def _require_ordinal(annotations, family: str) -> None:
-    """Classes must be the integer levels 1..K, in this order."""
+    """Classes must be integer levels, increasing in the class order."""
     C.require_categorical(annotations, family)
     classes = list(annotations.classes)
     K = len(classes)
@@ -167,18 +173,15 @@ def _require_ordinal(annotations, family: str) -> None:
             non_integer.append(c)
     if non_integer:
         raise ValueError(
-            f"{family} needs integer levels 1..{K} as labels; found non-integer level(s) "
-            f"{non_integer[:5]} among the classes {classes}. Recode the labels to 1..{K} in "
-            f"their order (e.g. df['label'].map({{'low': 1, 'mid': 2, 'high': 3}}))."
+            f"{family} needs integer levels as labels; found non-integer level(s) "
+            f"{non_integer[:5]} among the classes {_listing(classes)}. Recode the labels to "
+            f"1..{K} in their order (e.g. df['label'].map({{'low': 1, 'mid': 2, 'high': 3}}))."
         )
     levels = [int(float(c)) for c in classes]
-    if levels != list(range(1, K + 1)):
-        outside = [v for v in levels if not 1 <= v <= K]
+    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
         raise ValueError(
-            f"{family} needs the levels 1..{K} in order, got classes {levels}"
-            + (f" (level(s) {outside} are outside 1..{K})" if outside else "")
-            + f". Recode the labels to 1..{K} (e.g. with rank order) or declare every level "
-            f"with classes=[1, ..., {K}]."
+            f"{family} needs the levels in increasing order, got classes {_listing(levels)}. "
+            f"Declare them in order (classes=sorted(...)) or recode the labels to 1..{K}."
         )
 
 
@@ -655,6 +658,8 @@ def em(
     over thresholds), ``log_likelihood`` (the composite one), ``n_iter``
     (the largest over thresholds), ``converged``, and the counts of
     :func:`negative_differences` (``negative_cells``, ``negative_items``).
+    When the repair was needed (any negative difference) a ``UserWarning``
+    gives those counts and points to the latent variant.
 
     The latent variant has no EM (its M-step has no closed form): use
     ``cm.fit_map(build_model(annotations, variant="latent"))``.
@@ -685,6 +690,16 @@ def em(
     exceed = np.stack([f["item_class_prob"].values[0, 0, :, 1] for f in fits], axis=-1)
     prob, raw = class_probabilities(exceed)
     neg = raw < -NEGATIVE_TOL
+    if neg.any():
+        warnings.warn(
+            f"the cumulative ordinal model's class probabilities went negative for "
+            f"{int(neg.any(axis=1).sum())} of {len(neg)} items ({int(neg.sum())} cells): its "
+            f"K - 1 binary problems are fitted separately, so P(level > c) need not decrease "
+            f"in c. Those rows were clipped at zero and renormalised (attrs['repair']), so "
+            f"their item_class_prob is a repair, not a model probability; "
+            f"variant='latent' is the coherent model of the levels.",
+            UserWarning, stacklevel=2,
+        )
     extra = {name: ((D.ANNOTATOR, D.THRESHOLD), stacked(name, -1)) for name in (
         "sensitivity_alpha", "sensitivity_beta", "specificity_alpha", "specificity_beta")}
     extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())

@@ -26,6 +26,7 @@ import xarray as xr
 from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
+from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
@@ -273,6 +274,7 @@ def build_model(
     majority-vote start that :func:`em` uses (``fit_map`` starts there).
     """
     C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
     start = _start(annotations, pri)
@@ -343,6 +345,7 @@ def em(
     maximises), ``log_likelihood``, ``n_iter`` (M-steps run) and ``converged``.
     """
     C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
     params, n_iter, converged = C.run_em(
@@ -364,6 +367,7 @@ def em(
             "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged),
         },
+        supports=_EM_SUPPORTS,
     )
 
 

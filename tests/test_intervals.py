@@ -1,0 +1,98 @@
+"""Intervals in the annotator tables: every reported estimate lies inside its own
+interval, and an EM fit's intervals are those of the approximation it states
+(checked against draws from that approximation made here with NumPy)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import crowd_models as cm
+from crowd_models import report
+from crowd_models.models import continuous, dawid_skene, two_coin
+
+from .conftest import assert_estimates_inside_intervals
+
+CASES = {
+    "two-coin RTE": lambda: two_coin.em(cm.datasets.load_rte()),
+    "Dawid-Skene dog": lambda: dawid_skene.em(cm.datasets.load_dog()),
+    "one-coin dog": lambda: dawid_skene.em(cm.datasets.load_dog(), variant="one_coin"),
+    "Dawid-Skene web": lambda: dawid_skene.em(cm.datasets.load_web_search()),
+    "continuous anger": lambda: continuous.em(cm.datasets.load_affect("anger")),
+}
+
+
+@pytest.fixture(scope="module")
+def em_fits():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # e.g. web search's several modes
+        return {name: make() for name, make in CASES.items()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_em_estimates_lie_inside_their_intervals(em_fits, case):
+    table = report.annotator_summary(em_fits[case])
+    # at least one interval per annotator
+    assert assert_estimates_inside_intervals(table) >= len(table)
+
+
+def test_dawid_skene_em_intervals_are_the_dirichlet_rows(em_fits):
+    fit = em_fits["Dawid-Skene dog"]
+    table = report.annotator_summary(fit)
+    alpha = fit["confusion_alpha"].transpose("annotator", "true_class", "label_class").values
+    prevalence = fit["prevalence"].values.reshape(-1)
+    rng = np.random.default_rng(5)
+    n = 20_000
+    # draw whole rows from the Dirichlet (the stated approximation) with NumPy
+    gammas = rng.gamma(alpha[None], size=(n, *alpha.shape))
+    rows = gammas / gammas.sum(axis=3, keepdims=True)
+    diag = np.diagonal(rows, axis1=2, axis2=3)  # (n, annotator, class)
+    classes = list(fit["true_class"].values)
+    for k, c in enumerate(classes):
+        draws = diag[:, :, k]
+        sd = draws.std(0)
+        for column, value in (("mean", draws.mean(0)), ("lower", np.quantile(draws, 0.05, 0)),
+                              ("upper", np.quantile(draws, 0.95, 0))):
+            error = np.abs(table[f"accuracy_{c}_{column}"].to_numpy() - value)
+            assert np.all(error < 0.06 * sd + 1e-4), (c, column)
+    overall = diag @ prevalence
+    sd = overall.std(0)
+    for column, value in (("mean", overall.mean(0)), ("sd", sd),
+                          ("lower", np.quantile(overall, 0.05, 0)),
+                          ("upper", np.quantile(overall, 0.95, 0))):
+        error = np.abs(table[f"accuracy_{column}"].to_numpy() - value)
+        assert np.all(error < 0.12 * sd + 1e-4), column  # the table's 4000 draws vs these
+
+
+def test_one_coin_em_intervals_are_the_beta_of_its_accuracy(em_fits):
+    fit = em_fits["one-coin dog"]
+    table = report.annotator_summary(fit)
+    a, b = fit["accuracy_alpha"].values, fit["accuracy_beta"].values
+    draws = np.random.default_rng(6).beta(a, b, size=(40_000, a.size))
+    sd = draws.std(0)
+    for column, value in (("mean", draws.mean(0)), ("lower", np.quantile(draws, 0.05, 0)),
+                          ("upper", np.quantile(draws, 0.95, 0))):
+        assert np.all(np.abs(table[f"accuracy_{column}"].to_numpy() - value) < 0.05 * sd)
+        # every true class has the one accuracy
+        for c in fit["true_class"].values:
+            np.testing.assert_array_equal(table[f"accuracy_{c}_{column}"],
+                                          table[f"accuracy_{column}"])
+
+
+def test_continuous_em_precision_interval_is_its_gamma(em_fits):
+    fit = em_fits["continuous anger"]
+    table = report.annotator_summary(fit)
+    shape, rate = fit["precision_alpha"].values, fit["precision_beta"].values
+    draws = np.random.default_rng(7).gamma(shape, 1 / rate, size=(40_000, shape.size))
+    sd = draws.std(0)
+    for column, value in (("mean", draws.mean(0)), ("sd", sd),
+                          ("lower", np.quantile(draws, 0.05, 0)),
+                          ("upper", np.quantile(draws, 0.95, 0))):
+        assert np.all(np.abs(table[f"precision_{column}"].to_numpy() - value) < 0.05 * sd)
+
+
+def test_map_fit_states_no_interval(plain_model):
+    """A MAP is a point: its table has NaN spreads rather than invented ones."""
+    table = report.annotator_summary(cm.fit_map(plain_model))
+    assert table["sensitivity_mean"].notna().all()
+    assert table[["sensitivity_sd", "sensitivity_lower", "sensitivity_upper"]].isna().all().all()
