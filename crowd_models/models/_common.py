@@ -13,7 +13,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.sparse as sp
 import xarray as xr
-from scipy.special import gammaln, logsumexp, xlog1py, xlogy
+from scipy.special import gammaln, xlog1py, xlogy
 
 from crowd_models import _dims as D
 from crowd_models import _trust
@@ -440,9 +440,18 @@ def dirichlet_logpdf_nojac(x, alpha, axis=-1):
 
 
 def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(item_class_prob, per-item log marginal likelihood) from the joint."""
-    ll = logsumexp(joint, axis=1)
-    return np.exp(joint - ll[:, None]), ll
+    """(item_class_prob, per-item log marginal likelihood) from the joint.
+
+    The log-sum-exp with the row maximum taken out, by hand: scipy's
+    ``logsumexp`` was 64% of a Dawid-Skene EM at 10^6 labels, and one
+    exponential per cell (reused for the probabilities) halves the work."""
+    top = joint.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)  # a row of -inf stays -inf
+    weights = np.exp(joint - top)
+    total = weights.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        ll = (np.log(total) + top)[:, 0]
+    return weights / total, ll
 
 
 # --------------------------------------------------------- the EM output
