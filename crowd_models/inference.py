@@ -973,7 +973,7 @@ _NUTPIE_STATS = {"depth": "tree_depth", "maxdepth_reached": "reached_max_treedep
 """nutpie's sample statistics under PyMC's names (the others keep their own)."""
 
 
-def _nutpie_model(model, fns, shapes, progressbar):
+def _nutpie_model(model, bound, shapes, progressbar):
     """nutpie's compiled model for this model's structure, bound to its data.
 
     nutpie compiles the log density into a numba C callback (about 10 s of
@@ -983,7 +983,6 @@ def _nutpie_model(model, fns, shapes, progressbar):
     model with other data gets it through ``with_data``."""
     import nutpie
 
-    bound = fns.nuts_logp_grad()
     shared = {v.name: v for v in bound.sources if isinstance(v, SharedVariable)}
     key = (bound.compiled.key, tuple(shapes), _compiled.constant_values_key(bound),
            tuple(sorted(shared)))
@@ -1004,13 +1003,13 @@ def _nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, rando
     sampler) from the chain's own seed, so a seed gives the same chains."""
     import nutpie
 
-    compiled = _nutpie_model(model, fns, shapes, progressbar)
+    bound = fns.nuts_logp_grad()  # its structure keys nutpie's cache; it vets jittered starts
+    compiled = _nutpie_model(model, bound, shapes, progressbar)
     names, slices, _ = compiled.shape_info
     position = {name: sl for name, sl in zip(names, slices, strict=True)}
     ours = [v.name for v in fns.value_vars]
     if sorted(ours) != sorted(names):  # pragma: no cover - nutpie samples the value variables
         raise RuntimeError(f"nutpie's parameters {names} are not the model's {ours}")
-    bound = fns.nuts_logp_grad()
     x0 = _compiled.ravel_parts(parts)
     lock = threading.Lock()
 
