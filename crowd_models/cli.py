@@ -117,6 +117,9 @@ WITHOUT_EM = frozenset({("dawid-skene", "hierarchical"), ("ordinal", "latent"),
 
 NUTS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
+BINARY_MODELS = ("two-coin", "feature-accuracy")
+"""Families with a positive class (``--positive``)."""
+
 RHAT_LIMIT = 1.01
 """r-hat above this gets a warning after NUTS (Vehtari et al. 2021)."""
 ESS_PER_CHAIN = 100
@@ -456,6 +459,10 @@ def _plan(args) -> _Plan:
         raise InputError("--bias and --scale apply to continuous labels; add --continuous.")
     if args.continuous and args.classes:
         raise InputError("--classes does not apply to continuous labels; drop it.")
+    if args.positive is not None and model not in BINARY_MODELS:
+        raise InputError(f"--positive names the positive class of a binary model "
+                         f"({', '.join(BINARY_MODELS)}); --model {model} has no positive "
+                         f"class. Drop --positive.")
     if model == "feature-accuracy" and not args.features:
         raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
                          "accuracy depends on the items' features.")
@@ -766,6 +773,19 @@ def _check_family_data(ann, plan: _Plan) -> None:
 
 
 # ------------------------------------------------------------------ output
+def _with_positive(ann, positive: str | None):
+    """The annotations with the class named by ``--positive`` (as text) second."""
+    if positive is None:
+        return ann
+    from crowd_models.data import _listing
+
+    matches = [c for c in ann.classes if str(c) == positive]
+    if not matches:
+        raise InputError(f"--positive {positive!r} is not one of the classes "
+                         f"{_listing(ann.classes)}; name one of them.")
+    return ann.with_positive(matches[0])
+
+
 def _check_out(out: Path, force: bool) -> list[str]:
     """The names in the output folder (empty when it does not exist yet);
     refuses a file, an unwritable place, or a non-empty folder without --force."""
@@ -870,111 +890,6 @@ def _continuous_scores(table: pd.DataFrame) -> str | None:
     return f"against gold ({int(known.sum())} items): correlation {corr:.4f}, RMSE {rmse:.4g}"
 
 
-def _conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> pd.DataFrame:
-    """Fill the sd and interval of precision (and bias) of a one-draw continuous fit
-    from EM's conditional posteriors: Gamma(precision_alpha, precision_beta), whose
-    mode is the estimate, and N(bias, bias_conditional_sd**2)."""
-    from scipy import stats
-
-    tail = (1 - ci_prob) / 2
-    table = table.copy()
-    a = em_fit["precision_alpha"].to_series().reindex(table.index).to_numpy()
-    b = em_fit["precision_beta"].to_series().reindex(table.index).to_numpy()
-    table["precision_sd"] = stats.gamma.std(a, scale=1 / b)
-    table["precision_lower"] = stats.gamma.ppf(tail, a, scale=1 / b)
-    table["precision_upper"] = stats.gamma.ppf(1 - tail, a, scale=1 / b)
-    if "bias_conditional_sd" in em_fit and "bias_mean" in table:
-        sd = em_fit["bias_conditional_sd"].to_series().reindex(table.index).to_numpy()
-        z = stats.norm.ppf(1 - tail)
-        table["bias_sd"] = sd
-        table["bias_lower"] = table["bias_mean"] - z * sd
-        table["bias_upper"] = table["bias_mean"] + z * sd
-    return table
-
-
-def _gold_rates(ann) -> dict[str, np.ndarray]:
-    """Per annotator (and, for ordinal levels, threshold), rates measured against
-    gold: (name -> array over annotators, or (annotator, threshold))."""
-    J = ann.n_annotators
-    gold = ann.gold[ann.item_idx]
-    on = ~np.isnan(gold) if ann.continuous else gold >= 0
-    j, y, g = ann.annotator_idx[on], ann.labels[on], gold[on]
-    n = np.bincount(j, minlength=J).astype(float)
-
-    def rate(mask, hit):
-        total = np.bincount(j[mask], minlength=J).astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(total > 0, np.bincount(j[mask], weights=hit[mask], minlength=J)
-                            / total, np.nan)
-
-    out = {"n_gold_labels": n.astype(np.int64)}
-    everything = np.ones(len(j), dtype=bool)
-    if ann.continuous:
-        out["gold_rmse"] = np.sqrt(rate(everything, (y - g) ** 2))
-        return out
-    out["gold_accuracy"] = rate(everything, (y == g).astype(float))
-    if ann.n_classes == 2:
-        out["gold_sensitivity"] = rate(g == 1, (y == 1).astype(float))
-        out["gold_specificity"] = rate(g == 0, (y == 0).astype(float))
-    else:  # per threshold c: "level above c", as the ordinal family's binary problems
-        thresholds = range(ann.n_classes - 1)
-        out["gold_sensitivity_by_threshold"] = np.stack(
-            [rate(g > c, (y > c).astype(float)) for c in thresholds], axis=1)
-        out["gold_specificity_by_threshold"] = np.stack(
-            [rate(g <= c, (y <= c).astype(float)) for c in thresholds], axis=1)
-    return out
-
-
-def _insert_after(table: pd.DataFrame, name: str, values, anchors) -> None:
-    for anchor in anchors:
-        if anchor in table.columns:
-            table.insert(table.columns.get_loc(anchor) + 1, name, values)
-            return
-    table[name] = values
-
-
-def _with_gold_columns(table: pd.DataFrame, ann) -> pd.DataFrame:
-    """The annotator table with the rates measured against gold beside the
-    estimates (rows matched by annotator id, and threshold for ordinal)."""
-    rates = _gold_rates(ann)
-    table = table.copy()
-    ids = table.index.get_level_values(0)
-    rows = ann.annotators.get_indexer(ids)
-    by_threshold = isinstance(table.index, pd.MultiIndex) and table.index.nlevels == 2
-    cols = None
-    if by_threshold:
-        levels = pd.Index(pd.unique(table.index.get_level_values(1)))
-        cols = levels.get_indexer(table.index.get_level_values(1))
-
-    def values(name):
-        v = rates[name]
-        return v[rows, cols] if v.ndim == 2 else v[rows]
-
-    for name, anchor in (("sensitivity", "sensitivity_upper"),
-                         ("specificity", "specificity_upper")):
-        key = f"gold_{name}" if f"gold_{name}" in rates else f"gold_{name}_by_threshold"
-        if key in rates and (rates[key].ndim == 1 or by_threshold):
-            _insert_after(table, f"gold_{name}", values(key), [anchor, "n_labels"])
-    for name, anchor in (("gold_accuracy", "accuracy_upper"), ("gold_rmse", "precision_upper")):
-        if name in rates:
-            _insert_after(table, name, values(name), [anchor])
-    if "n_labels" in table.columns:
-        last = table.pop("n_labels")
-        table["n_labels"] = last
-    table["n_gold_labels"] = values("n_gold_labels")
-    return table
-
-
-def _gold_confusion(items: pd.DataFrame, ann) -> pd.DataFrame:
-    """Counts of items by gold class (rows) and estimated class (columns)."""
-    known = ann.gold >= 0
-    estimated = ann.classes.get_indexer(items["estimated_label"].reindex(ann.items).to_numpy())
-    counts = np.zeros((ann.n_classes, ann.n_classes), dtype=np.int64)
-    np.add.at(counts, (ann.gold[known], estimated[known]), 1)
-    return pd.DataFrame(counts, index=pd.Index(ann.classes, name="gold"),
-                        columns=pd.Index(ann.classes, name="estimated"))
-
-
 def _choose_penalty(ann, penalties: list[float]) -> float:
     """The single rate, or the one the gold-free 5-fold disagreement score picks."""
     if len(penalties) == 1:
@@ -993,28 +908,16 @@ def _choose_penalty(ann, penalties: list[float]) -> float:
     return chosen.penalty
 
 
-def _coefficient_table(fit) -> pd.DataFrame | None:
-    """Per feature: mean (and, with draws, 90% interval) of each coefficient vector."""
-    from crowd_models.inference import posterior_of
-
-    post = posterior_of(fit)
-    names = [n for n in post.data_vars  # not the Laplace prior's parts of a coefficient
-             if set(post[n].dims) - {"chain", "draw"} == {"feature"}
-             and not n.endswith(("_pos", "_neg"))]
-    if not names:
-        return None
-    columns = {}
-    for name in names:
-        draws = post[name].stack(sample=("chain", "draw")).transpose("feature", "sample")
-        columns[f"{name}_mean"] = draws.values.mean(axis=1)
-        if draws.sizes["sample"] > 1:
-            columns[f"{name}_lower"] = np.quantile(draws.values, 0.05, axis=1)
-            columns[f"{name}_upper"] = np.quantile(draws.values, 0.95, axis=1)
-    return pd.DataFrame(columns, index=pd.Index(post["feature"].values, name="feature"))
-
-
 def _annotator_figure(fit, table):
-    """The family's annotator plot: ROC-space points (binary) or confusion heatmaps."""
+    """The family's annotator figure (``annotators.png``), or None with the reason below.
+
+    two-coin: ROC space, best and worst annotators by weight named, markers sized
+    by labels; ordinal cumulative: one ROC panel per threshold; Dawid-Skene,
+    one-coin and ordinal latent: the pooled confusion then the worst and the most
+    uncertain annotators' (titled by group); continuous: bias against noise SD
+    with the table's intervals (EM's conditional ones where the table has them);
+    feature-accuracy: accuracy against labels, with its spread over the items.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -1023,12 +926,21 @@ def _annotator_figure(fit, table):
 
     post = posterior_of(fit)
     if "sensitivity" in post and "threshold" in post["sensitivity"].dims:
-        return None  # ordinal: the table has one row per annotator and threshold
+        return report.plot_thresholds(fit, label_extremes=1)
     if "sensitivity" in post:
-        return report.plot_annotators(fit, label_top=5).figure
+        return report.plot_annotators(fit, label_extremes=3).figure
     if "confusion" in post:
-        busiest = table["n_labels"].sort_values(ascending=False).index[:5]
-        return report.plot_confusions(fit, [None, *busiest])
+        recorded = "n_labels" in table and bool(table["n_labels"].notna().all())
+        return report.plot_confusion_groups(fit, n=2,
+                                            population=recorded or "confusion_mean" in post)
+    if "precision" in post and "true_value" in post:
+        return report.plot_bias_noise(fit, table=table, label_extremes=2).figure
+    if "accuracy_mean" in table:  # feature-accuracy: the family's own table has it
+        return report.plot_accuracy(fit, table=table, label_extremes=2).figure
+    # stacked Gaussian fits (not on the command line) have no annotator-quality
+    # parameter to plot: each annotator's base learner is a class-conditional
+    # Gaussian model, and the stacking weights come from annotator_weights,
+    # outside the fit; any other fit has nothing we know how to draw either
     return None
 
 
@@ -1139,8 +1051,10 @@ def run_fit(args, argv=None) -> int:
         ann = _load(args, plan)
     except (ValueError, TypeError) as err:
         raise InputError(str(err)) from None
-    print(f"      {ann}")
     _check_family_data(ann, plan)
+    if plan.model in BINARY_MODELS:
+        ann = _with_positive(ann, args.positive)
+    print(f"      {ann}")
     out = Path(args.out)
     entries = _check_out(out, args.force)
 
@@ -1183,15 +1097,15 @@ def run_fit(args, argv=None) -> int:
         fit, annotations=ann)
     conditional = args.continuous and args.method != "nuts" and em_fit is not None
     if conditional:  # MAP = EM: EM's conditional intervals
-        table = _conditional_intervals(table, em_fit)
+        table = report.conditional_intervals(table, em_fit)
     items = report.item_table(fit, ann)
     confusion = None
     if ann.has_gold:
-        table = _with_gold_columns(table, ann)
+        table = report.with_gold_columns(table, ann)
         if not ann.continuous:
-            confusion = _gold_confusion(items, ann)
-    coefficients = _coefficient_table(fit)
-    figure = None if args.continuous else _annotator_figure(fit, table)
+            confusion = report.gold_confusion(items, ann)
+    coefficients = report.coefficient_table(fit)
+    figure = _annotator_figure(fit, table)
     names = ["annotators.csv", "items.csv"]
     names += ["coefficients.csv"] * (coefficients is not None)
     names += ["gold_confusion.csv"] * (confusion is not None)
@@ -1226,11 +1140,14 @@ def run_fit(args, argv=None) -> int:
         raise OutputError(f"could not write the report to {str(out)!r}: "
                           f"{err.strerror or err}") from None
     progress.done()
+    if plan.model in BINARY_MODELS:
+        print(f"positive class: {ann.classes[1]!r} (sensitivity: its rate of positive labels; "
+              f"--positive to change)")
     with pd.option_context("display.max_rows", 60, "display.width", 120):
         shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
         print(shown.round(3).to_string())
     if conditional:
-        print("(precision and bias intervals: 90% conditional posteriors given the EM "
+        print("(precision, noise sd and bias intervals: 90% conditional posteriors given the EM "
               "fit's other parameters; --method nuts for the full posterior)")
     if args.continuous:
         scores = _continuous_scores(items)
@@ -1387,6 +1304,9 @@ def _parser() -> argparse.ArgumentParser:
     fam.add_argument("--method", default="map", choices=["em", "map", "nuts"],
                      help="EM only, MAP with PyMC (started at EM), or NUTS (started at the "
                           "MAP) (default: map)")
+    fam.add_argument("--positive", metavar="CLASS",
+                     help="two-coin, feature-accuracy: the positive class, one of the two "
+                          "labels (default: the second class, in --classes order or sorted)")
     fam.add_argument("--continuous", action="store_true",
                      help="numeric labels: fit the continuous family (same as --model "
                           "continuous)")

@@ -12,7 +12,8 @@ Orders, so that arrays can be aligned with them:
   ``Categorical`` label column, its categories in their declared order
   (unused categories included); otherwise sorted. For binary families the
   *second* class is the positive one (``classes=[0, 1]``, ``[False, True]``,
-  ``["benign", "malignant"]``); for ordinal families the class order is the
+  ``["benign", "malignant"]``), unless ``positive=`` names it
+  (:meth:`Annotations.with_positive`); for ordinal families the class order is the
   order of the levels.
 
 What the parser refuses and what it only warns about (each message names the
@@ -92,6 +93,16 @@ def _listing(values, n: int = 10) -> str:
     if len(values) <= n:
         return f"[{shown}]"
     return f"[{shown}, ...] ({len(values)} in all)"
+
+
+def _same_class(a, b) -> bool:
+    """Whether two class values are equal as values of the same kind (``1`` is not ``'1'``)."""
+    if isinstance(a, str) != isinstance(b, str):
+        return False
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_text(values) -> bool:
@@ -669,6 +680,61 @@ class Annotations:
                 "label": labels,
             }
         )
+
+    def with_positive(self, positive) -> Annotations:
+        """The same annotations with ``positive`` as the positive class.
+
+        Binary families (two-coin, feature accuracy) take the *second* class as
+        the positive one: sensitivity is the rate of positive labels on
+        positive items. This returns a copy whose two classes are ordered so
+        that ``positive`` comes second, with labels and gold recoded to match.
+
+        Parameters
+        ----------
+        positive : object
+            One of the two :attr:`classes`, matched exactly (``1`` does not
+            match the class ``'1'``; the error says so).
+
+        Returns
+        -------
+        Annotations
+            ``self`` when ``positive`` is already second; otherwise a copy
+            with the classes swapped. A simulation's ``truth`` refers to the
+            old order, so the copy drops it (with a ``UserWarning``).
+
+        Examples
+        --------
+        >>> ann = Annotations.from_frame(df)  # classes ['sick', 'well']
+        >>> ann.with_positive("sick").classes.tolist()
+        ['well', 'sick']
+        """
+        if self.continuous:
+            raise ValueError("positive= is for two-class labels; these annotations are "
+                             "continuous.")
+        if self.n_classes != 2:
+            raise ValueError(
+                f"positive= picks one of two classes; these annotations have "
+                f"{self.n_classes}: {_listing(self.classes)}. Binary families need two "
+                f"classes (Dawid-Skene takes more).")
+        found = [k for k, c in enumerate(self.classes) if _same_class(c, positive)]
+        if not found:
+            as_text = [c for c in self.classes if str(c) == str(positive)]
+            hint = (f" {as_text[0]!r} matches it only as text: pass positive={as_text[0]!r}."
+                    if as_text else "")
+            raise ValueError(
+                f"positive={positive!r} is not one of the classes "
+                f"{_listing(self.classes)}.{hint}")
+        if found[0] == 1:
+            return self
+        if self.truth is not None:
+            warnings.warn(
+                "with_positive: the simulation's true parameters refer to the old class "
+                "order, so the recoded annotations carry no truth (truth=None).",
+                UserWarning, stacklevel=2)
+        gold = None if self.gold is None else np.where(self.gold >= 0, 1 - self.gold,
+                                                       self.gold)
+        return replace(self, labels=1 - self.labels, classes=self.classes[::-1],
+                       gold=gold, truth=None)
 
     def select(self, rows) -> Annotations:
         """A new container with a subset of the annotation rows (boolean mask or indices).

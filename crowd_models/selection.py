@@ -1,4 +1,5 @@
-"""Model selection without gold: the disagreement score.
+"""Model selection without gold: the disagreement score, and LOO comparison
+of NUTS fits whose likelihoods are comparable (:func:`compare`).
 
 Izbicki and Stern (2013), "Learning with many experts: model selection and
 sparsity". Without true labels the risk R = P(classifier != truth) of a
@@ -21,7 +22,8 @@ held-out items from their features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +34,7 @@ from crowd_models.data import Annotations
 
 __all__ = [
     "disagreement", "expected_disagreement", "split_items", "kfold_items",
-    "cv_disagreement", "select_penalty", "PenaltySelection",
+    "cv_disagreement", "select_penalty", "PenaltySelection", "compare",
 ]
 
 
@@ -213,3 +215,104 @@ def select_penalty(annotations: Annotations, penalties: Sequence[float], *,
     best = table["disagreement"].min()
     chosen = float(table.index[table["disagreement"] <= best + 1e-12].max())
     return PenaltySelection(penalty=chosen, scores=table)
+
+
+# ------------------------------------------------------ comparison by LOO
+def _likelihood_kind(name: str, fit) -> str:
+    """What the fit's per-item ``labels`` log-density is a density of."""
+    if not isinstance(fit, xr.DataTree):
+        raise TypeError(f"fit {name!r} is a {type(fit).__name__}; compare needs the DataTree "
+                        f"that crowd_models.sample returns (EM and MAP fits have no draws).")
+    for group in ("posterior", "log_likelihood", "observed_data"):
+        if group not in fit.children:
+            raise ValueError(f"fit {name!r} has no {group!r} group; compare needs a NUTS fit "
+                             f"from crowd_models.sample, which records it.")
+    if "labels" not in fit["log_likelihood"].data_vars:
+        raise ValueError(f"fit {name!r} has no per-item 'labels' log-likelihood; it was not "
+                         f"made by a crowd_models family.")
+    post = fit["posterior"]
+    if post.sizes.get("chain", 1) * post.sizes.get("draw", 1) < 2:
+        raise ValueError(f"fit {name!r} has a single draw (an EM or MAP fit); compare needs "
+                         f"posterior draws from crowd_models.sample.")
+    constant = fit.children.get("constant_data")
+    if constant is not None and "row_features" in constant.data_vars:
+        return "features"
+    if "exceed_prob" in post.data_vars or (
+            "sensitivity" in post.data_vars and "threshold" in post["sensitivity"].dims):
+        return "composite"
+    if "true_class" not in post.coords:
+        return "continuous"
+    return "categorical"
+
+
+_KIND_TEXT = {
+    "categorical": "the class labels (every categorical family but cumulative ordinal)",
+    "continuous": "the real-valued labels (continuous family)",
+    "composite": "the sum of the K - 1 binary problems' likelihoods (cumulative ordinal), "
+                 "which counts each label K - 1 times and is not a likelihood of the labels",
+    "features": "the items' features given the labels (stacked Gaussian)",
+}
+
+
+def compare(fits, *, method: str = "stacking"):
+    """Compare NUTS fits of the same data by PSIS-LOO, refusing fits whose
+    likelihoods are not comparable.
+
+    ``az.compare`` ranks models by their expected log predictive density,
+    which is meaningful only when every model is a density of the same data.
+    This checks that first: the fits must share items and per-item label
+    counts, and their per-item log-likelihoods must be densities of the same
+    thing. Class labels (two-coin, Dawid-Skene, latent ordinal, feature
+    accuracy), real-valued labels (continuous) and features given labels
+    (stacked Gaussian) do not mix; the cumulative ordinal model's composite
+    likelihood is refused beside any other kind, and among cumulative fits
+    only, compared with a ``UserWarning``.
+
+    Parameters
+    ----------
+    fits : mapping of str to xarray.DataTree
+        At least two fits from :func:`crowd_models.sample`, by name.
+    method : str, default "stacking"
+        ``az.compare``'s weighting method.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare``'s table, best model first.
+
+    Examples
+    --------
+    >>> table = compare({"two-coin": nuts_two_coin, "dawid-skene": nuts_ds})
+    """
+    import arviz as az
+
+    if not isinstance(fits, Mapping):
+        raise TypeError(f"fits must be a mapping of name -> fit (a dict), got "
+                        f"{type(fits).__name__}.")
+    if len(fits) < 2:
+        raise ValueError(f"compare needs at least two fits, got {len(fits)}.")
+    kinds = {name: _likelihood_kind(name, fit) for name, fit in fits.items()}
+    if len(set(kinds.values())) > 1:
+        raise ValueError(
+            "these fits' log-likelihoods are densities of different things, so their LOO "
+            "scores cannot be compared: " + "; ".join(
+                f"{name!r}: {_KIND_TEXT[kind]}" for name, kind in kinds.items())
+            + ". Compare models of the same kind only.")
+    first, *rest = fits
+    reference = fits[first]["observed_data"]["labels"]
+    for name in rest:
+        observed = fits[name]["observed_data"]["labels"]
+        same_items = (observed.sizes == reference.sizes and np.array_equal(
+            observed["item"].values, reference["item"].values))
+        if not same_items or not np.array_equal(observed.values, reference.values):
+            raise ValueError(
+                f"fits {first!r} and {name!r} were not fitted to the same items and labels "
+                f"(their items or the number of labels per item differ); LOO compares models "
+                f"of the same data only.")
+    if set(kinds.values()) == {"composite"}:
+        warnings.warn(
+            "comparing cumulative ordinal fits: their log-likelihood is "
+            f"{_KIND_TEXT['composite']}, so the LOO differences are not predictive scores of "
+            "the labels; the latent ordinal variant has a proper likelihood.",
+            UserWarning, stacklevel=2)
+    return az.compare(dict(fits), method=method)

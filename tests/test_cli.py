@@ -152,7 +152,14 @@ def test_fit_continuous_em(continuous_csv, capsys):
     assert len(items) == 200 and (items["sd"] > 0).all()
     gold = pd.Series(sim.gold, index=sim.items).reindex(items.index)
     assert np.corrcoef(items["mean"], gold)[0, 1] > 0.95
-    assert not (out / "annotators.png").exists()
+    assert (out / "annotators.png").stat().st_size > 0  # bias against noise SD
+    # the noise SD in label units: 1/sqrt(precision), its interval the precision's mapped over
+    # (the mean of 1/sqrt(precision) over EM's Gamma approximation: above 1/sqrt of its mean)
+    root = 1 / np.sqrt(table["precision_mean"])
+    assert ((table["sd_mean"] > root) & (table["sd_mean"] < 1.02 * root)).all()
+    np.testing.assert_allclose(table["sd_lower"], 1 / np.sqrt(table["precision_upper"]),
+                               rtol=1e-6)
+    assert ((table["sd_lower"] <= table["sd_mean"]) & (table["sd_mean"] <= table["sd_upper"])).all()
 
 
 def test_fit_continuous_via_model_name(continuous_csv, capsys):

@@ -172,6 +172,11 @@ CASES = [
     (["labels.csv", *EM, "--gold", "gold_other.csv"],
      r"none of the 40 item ids of the gold file '.*gold_other.csv' \(column 'item', e.g. "
      r"1000, 1001, 1002\) is an item id of the labels \(e.g. 0, 1, 2\); check --gold-item"),
+    (["labels.csv", *EM, "--positive", "yes"],
+     r"--positive 'yes' is not one of the classes \[0, 1\]; name one of them"),
+    (["three.csv", *EM, "--model", "dawid-skene", "--positive", "x"],
+     r"--positive names the positive class of a binary model .*--model dawid-skene has no "
+     r"positive class"),
     (["labels.csv", *EM, "--gold", "gold_text.csv"],
      r"the gold file's 'item' column cannot be read as the type of the labels' 'item' column"),
 ]

@@ -96,3 +96,22 @@ def test_map_fit_states_no_interval(plain_model):
     table = report.annotator_summary(cm.fit_map(plain_model))
     assert table["sensitivity_mean"].notna().all()
     assert table[["sensitivity_sd", "sensitivity_lower", "sensitivity_upper"]].isna().all().all()
+
+
+def test_continuous_em_sd_interval_is_its_gamma_mapped_by_one_over_sqrt(em_fits):
+    """SD = 1 / sqrt(precision) is monotone, so its interval is the precision's
+    mapped and reversed, and its mean (of the transformed Gamma) lies inside."""
+    fit = em_fits["continuous anger"]
+    table = report.annotator_summary(fit)
+    np.testing.assert_allclose(table["sd_lower"], 1 / np.sqrt(table["precision_upper"]),
+                               rtol=1e-12)
+    np.testing.assert_allclose(table["sd_upper"], 1 / np.sqrt(table["precision_lower"]),
+                               rtol=1e-12)
+    assert np.all((table["sd_lower"] <= table["sd_mean"])
+                  & (table["sd_mean"] <= table["sd_upper"]))
+    shape, rate = fit["precision_alpha"].values, fit["precision_beta"].values
+    draws = 1 / np.sqrt(np.random.default_rng(8).gamma(shape, 1 / rate,
+                                                        size=(40_000, shape.size)))
+    sd = draws.std(0)
+    for column, value in (("mean", draws.mean(0)), ("sd", sd)):
+        assert np.all(np.abs(table[f"sd_{column}"].to_numpy() - value) < 0.05 * sd), column

@@ -41,6 +41,12 @@ def require_categorical(annotations, family: str, n_classes: int | None = None) 
         )
 
 
+def require_binary(annotations, family: str, positive=None):
+    """Check two-class annotations; return them with ``positive`` as the second class."""
+    require_categorical(annotations, family, n_classes=2)
+    return annotations if positive is None else annotations.with_positive(positive)
+
+
 def beta_prior(value, name: str, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Parse a Beta prior given as (a, b); a and b broadcast over ``size``."""
     try:

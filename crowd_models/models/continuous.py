@@ -120,10 +120,10 @@ from scipy.special import gammaln
 
 from crowd_models import _dims as D
 from crowd_models import _trust
+from crowd_models._fits import check_ci_prob, draw_matrix, summarise_draws
 from crowd_models.data import Annotations, _listing
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
-from crowd_models.report import _check_ci_prob, _summarise_draws
 
 __all__ = [
     "build_model",
@@ -987,18 +987,11 @@ def _simulated_annotations(item_idx, annotator_idx, labels, true_values, feature
 
 
 # ----------------------------------------------------------------- reports
-def _sample_matrix(da: xr.DataArray, dim: str) -> np.ndarray:
-    """(sample, dim) draws of a (chain, draw, dim) variable."""
-    sample = [d for d in (D.CHAIN, D.DRAW) if d in da.dims]
-    da = da.transpose(*sample, dim)
-    return np.asarray(da.values, dtype=float).reshape(-1, da.sizes[dim])
-
-
 def _stats(draws: np.ndarray, ci_prob: float) -> dict:
     """Mean, sd and interval of 1-D draws (NaN spreads for a single draw)."""
     if len(draws) == 1:
         return {"mean": float(draws[0]), "sd": np.nan, "lower": np.nan, "upper": np.nan}
-    return {k: float(v[0]) for k, v in _summarise_draws(draws[:, None], ci_prob).items()}
+    return {k: float(v[0]) for k, v in summarise_draws(draws[:, None], ci_prob).items()}
 
 
 def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
@@ -1031,8 +1024,8 @@ def _item_draws(post: xr.Dataset, annotations: Annotations | None):
                 f"{sorted(map(str, post.data_vars))}."
             )
     items = pd.Index(post[D.ITEM].values)
-    mean = _sample_matrix(post["true_value"], D.ITEM)
-    sd = _sample_matrix(post["true_value_sd"], D.ITEM)
+    mean = draw_matrix(post["true_value"], D.ITEM)
+    sd = draw_matrix(post["true_value_sd"], D.ITEM)
     if annotations is not None:
         pos = items.get_indexer(annotations.items)
         if (pos < 0).any() or len(items) != annotations.n_items:
@@ -1054,7 +1047,7 @@ def true_value_summary(fit, *, annotations: Annotations | None = None,
     rows follow their item order and a ``gold`` column is added when they
     have gold values (NaN where unknown).
     """
-    ci_prob = _check_ci_prob(ci_prob)
+    ci_prob = check_ci_prob(ci_prob)
     post = posterior_of(fit)
     mean, sd, items = _item_draws(post, annotations)
     centre = mean.mean(axis=0)
@@ -1121,16 +1114,16 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
     for a single-draw fit). Student-t fits: precisions are inverse squared
     scales, so the ratio compares scales, not variances.
     """
-    ci_prob = _check_ci_prob(ci_prob)
+    ci_prob = check_ci_prob(ci_prob)
     post = posterior_of(fit)
     if "precision" not in post or D.ANNOTATOR not in post["precision"].dims:
         raise ValueError(
             f"this fit has no per-annotator precision; its variables are "
             f"{sorted(map(str, post.data_vars))}."
         )
-    tau = _sample_matrix(post["precision"], D.ANNOTATOR)
+    tau = draw_matrix(post["precision"], D.ANNOTATOR)
     if "scale" in post:
-        tau = tau * _sample_matrix(post["scale"], D.ANNOTATOR) ** 2
+        tau = tau * draw_matrix(post["scale"], D.ANNOTATOR) ** 2
     n_j = _labels_per_annotator(fit, post, annotations)
     crowd = tau @ n_j / n_j.sum()
     if isinstance(expert_precision, str):

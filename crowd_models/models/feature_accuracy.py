@@ -127,8 +127,9 @@ _DIMS = {
 
 
 # ------------------------------------------------------------------ checks
-def _check_annotations(annotations) -> None:
-    C.require_categorical(annotations, FAMILY, n_classes=2)
+def _check_annotations(annotations, positive=None):
+    """Two classes and valid features; the annotations with ``positive`` second."""
+    annotations = C.require_binary(annotations, FAMILY, positive)
     if annotations.features is None:
         raise ValueError(
             f"{FAMILY} needs item features (they drive both the truth and the annotators' "
@@ -136,6 +137,7 @@ def _check_annotations(annotations) -> None:
             f"id), or use two_coin without features."
         )
     _check_features(annotations.features, "annotations.features")
+    return annotations
 
 
 def _check_features(X, what: str, n_features: int | None = None) -> np.ndarray:
@@ -512,6 +514,7 @@ def build_model(
     horseshoe_scale: float = 1.0,
     slab_scale: float = 2.0,
     slab_df: float = 4.0,
+    positive=None,
 ) -> pm.Model:
     """The feature-dependent accuracy model as a PyMC model, true labels summed out.
 
@@ -545,6 +548,9 @@ def build_model(
         p0 / (d - p0) * 2 / sqrt(n items) for p0 expected non-zero of d
         features); ``slab_scale`` and ``slab_df``: the slab's scale and
         degrees of freedom.
+    positive : optional
+        The positive class, one of the two classes (default: the second);
+        see :meth:`Annotations.with_positive`.
 
     Variables: ``intercept``, ``coef`` (feature), ``accuracy_intercept``
     (annotator), ``accuracy_coef`` (feature); deterministic
@@ -552,7 +558,7 @@ def build_model(
     log-density is each item's marginal log-likelihood. ``model.crowd_start``
     holds the majority-vote start (``fit_map`` starts there).
     """
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations, positive)
     _trust.check_identifiable(annotations, FAMILY)
     if coef_prior not in ("laplace", "horseshoe"):
         raise ValueError(f"coef_prior={coef_prior!r} is not one of 'laplace', 'horseshoe'.")
@@ -635,6 +641,7 @@ def em(
     restart_tol: float = 1e-5,
     max_iter: int = 5000,
     accelerate: bool = True,
+    positive=None,
 ) -> xr.Dataset:
     """The paper's MAP-EM, with random restarts.
 
@@ -653,7 +660,8 @@ def em(
     agrees most with majority vote (both signs have the same posterior).
     ``accelerate`` (default) extrapolates the EM steps by SQUAREM
     (``_common.iterate_em_map``), which reaches the same fixed points in fewer
-    steps; ``accelerate=False`` runs plain EM.
+    steps; ``accelerate=False`` runs plain EM. ``positive``: as in
+    :func:`build_model`.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``intercept``, ``coef``, ``accuracy_intercept``, ``accuracy_coef``,
@@ -665,7 +673,7 @@ def em(
     ``n_nonzero_accuracy_coef``, ``restart_log_posteriors``, ``flipped``,
     ``n_iter``, ``converged``.
     """
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations, positive)
     _trust.check_identifiable(annotations, FAMILY)
     pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
     if int(n_restarts) < 1:

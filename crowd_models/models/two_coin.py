@@ -251,6 +251,7 @@ def build_model(
     prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    positive=None,
 ) -> pm.Model:
     """The two-coin model as a PyMC model, true labels summed out.
 
@@ -266,6 +267,9 @@ def build_model(
         Gaussian prior precision Gamma of the classifier weights; 0 = flat.
     intercept_precision : number
         Gaussian prior precision of the intercept; 0 = flat.
+    positive : optional
+        The positive class, one of the two classes (default: the second);
+        see :meth:`Annotations.with_positive`.
 
     Variables: ``sensitivity``, ``specificity`` (annotator); ``prevalence`` or
     ``coef`` (feature) and ``intercept``; deterministic ``item_class_prob``
@@ -273,7 +277,7 @@ def build_model(
     item's marginal log-likelihood. ``model.crowd_start`` holds the
     majority-vote start that :func:`em` uses (``fit_map`` starts there).
     """
-    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
@@ -324,6 +328,7 @@ def em(
     prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
+    positive=None,
     tol: float = 1e-10,
     max_iter: int = 10_000,
     accelerate: bool = True,
@@ -335,7 +340,8 @@ def em(
     classifier with its Gaussian prior (eq. 16). Iterates until an EM step
     moves no parameter by more than ``tol``; ``accelerate`` (default) extrapolates
     the EM steps by SQUAREM (``_common.iterate_em_map``), which reaches the same
-    fixed point in fewer steps; ``accelerate=False`` runs plain EM.
+    fixed point in fewer steps; ``accelerate=False`` runs plain EM. The priors
+    and ``positive`` are those of :func:`build_model`.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity``, ``prevalence`` or ``coef``/``intercept``,
@@ -344,7 +350,7 @@ def em(
     ``n_labels``. ``attrs`` hold ``log_posterior`` (the quantity find_MAP
     maximises), ``log_likelihood``, ``n_iter`` (M-steps run) and ``converged``.
     """
-    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
@@ -371,14 +377,15 @@ def em(
     )
 
 
-def decoupled(annotations: Annotations, **priors) -> xr.Dataset:
+def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Dataset:
     """The two-stage baseline of sec. 6.4: estimate the truth without features,
     then fit the logistic regression to those soft labels.
 
     Returns the no-feature EM fit with ``coef`` and ``intercept`` added (fitted
-    with ``coef_precision``/``intercept_precision``).
+    with ``coef_precision``/``intercept_precision``); ``positive`` as in
+    :func:`build_model`.
     """
-    C.require_categorical(annotations, "the two-coin model", n_classes=2)
+    annotations = C.require_binary(annotations, "the two-coin model", positive)
     if annotations.features is None:
         raise ValueError("decoupled() needs annotations with features.")
     pri = _priors(annotations, **{**DEFAULT_PRIORS, **priors})

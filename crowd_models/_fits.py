@@ -1,0 +1,90 @@
+"""Ground floor for reading fits: draws, intervals and label counts.
+
+The three kinds of fit (an EM ``xarray.Dataset`` with ``chain=1, draw=1``, a
+MAP ``DataTree`` with one draw, a NUTS ``DataTree`` with many) are read alike
+through these helpers, which the report and the families share.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from crowd_models import _dims as D
+
+SAMPLE_DIMS = (D.CHAIN, D.DRAW)
+"""The dims that index posterior draws."""
+
+MC_DRAWS = 4000
+"""Monte Carlo draws per annotator from an EM fit's conjugate approximations."""
+MC_SEED = 2009
+"""Seed of those draws, so that a summary is reproducible."""
+
+
+def check_ci_prob(ci_prob) -> float:
+    """``ci_prob`` as a float strictly between 0 and 1, or a ``ValueError``."""
+    if isinstance(ci_prob, bool) or not isinstance(ci_prob, int | float | np.number):
+        raise ValueError(
+            f"ci_prob must be a number strictly between 0 and 1 (e.g. 0.9), got {ci_prob!r}."
+        )
+    if not 0 < float(ci_prob) < 1:
+        raise ValueError(
+            f"ci_prob must be strictly between 0 and 1 (e.g. 0.9 for a 90% interval), got "
+            f"{ci_prob!r}."
+        )
+    return float(ci_prob)
+
+
+def n_samples(post: xr.Dataset) -> int:
+    """Number of draws (chain x draw) in a posterior Dataset."""
+    return int(np.prod([post.sizes.get(d, 1) for d in SAMPLE_DIMS]))
+
+
+def is_annotator_measure(da: xr.DataArray) -> bool:
+    """Whether a variable is numeric with dims exactly (chain, draw, annotator)."""
+    return set(da.dims) == {*SAMPLE_DIMS, D.ANNOTATOR} and np.issubdtype(da.dtype, np.number)
+
+
+def draw_matrix(da: xr.DataArray, dim: str = D.ANNOTATOR) -> np.ndarray:
+    """Draws of a (chain, draw, ``dim``) variable as a float (sample, ``dim``) array
+    (one row when it has no sample dims)."""
+    da = da.transpose(*[d for d in SAMPLE_DIMS if d in da.dims], dim)
+    return np.asarray(da.values, dtype=float).reshape(-1, da.sizes[dim])
+
+
+def annotator_vector(ds: xr.Dataset, name: str) -> np.ndarray:
+    """A per-annotator variable (first draw, if it has draws) as a float vector."""
+    da = ds[name]
+    da = da.isel({d: 0 for d in SAMPLE_DIMS if d in da.dims})
+    return np.asarray(da.transpose(D.ANNOTATOR).values, dtype=float)
+
+
+def summarise_draws(draws: np.ndarray, ci_prob: float) -> dict[str, np.ndarray]:
+    """``mean``, ``sd`` (ddof=1) and equal-tailed ``lower``/``upper`` of (sample, k) draws."""
+    tail = (1 - ci_prob) / 2
+    return {
+        "mean": draws.mean(axis=0),
+        "sd": draws.std(axis=0, ddof=1),
+        "lower": np.quantile(draws, tail, axis=0),
+        "upper": np.quantile(draws, 1 - tail, axis=0),
+    }
+
+
+def labels_per_annotator(fit, post: xr.Dataset, annotators: pd.Index) -> pd.Series:
+    """Labels per annotator (``n_labels``) from an EM Dataset or a DataTree's
+    constant_data, reindexed to ``annotators``; NaN where the fit lacks them."""
+    source = None
+    if "n_labels" in post and post["n_labels"].dims == (D.ANNOTATOR,):
+        source = post["n_labels"]
+    elif isinstance(fit, xr.DataTree) and "constant_data" in fit.children:
+        const = fit["constant_data"].to_dataset()
+        if "n_labels" in const and const["n_labels"].dims == (D.ANNOTATOR,):
+            source = const["n_labels"]
+    if source is None:
+        return pd.Series(np.nan, index=annotators, name="n_labels")
+    counts = pd.Series(np.asarray(source.values), index=pd.Index(source[D.ANNOTATOR].values))
+    counts = counts.reindex(annotators)
+    if counts.notna().all():
+        counts = counts.astype(np.int64)
+    return counts.rename("n_labels")

@@ -1,0 +1,580 @@
+"""Annotator and item tables over any fit (EM, MAP or NUTS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+from scipy.special import gammaln, logit
+
+from crowd_models import _dims as D
+from crowd_models._fits import (
+    MC_DRAWS,
+    MC_SEED,
+    SAMPLE_DIMS,
+    annotator_vector,
+    check_ci_prob,
+    draw_matrix,
+    is_annotator_measure,
+    labels_per_annotator,
+    n_samples,
+    summarise_draws,
+)
+from crowd_models.data import Annotations, _listing
+from crowd_models.inference import posterior_of
+from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
+from crowd_models.report.metrics import _item_class_prob
+
+_STATS = ("mean", "sd", "lower", "upper")
+_APPROXIMATIONS = {
+    "sensitivity": ("beta", "sensitivity_alpha", "sensitivity_beta"),
+    "specificity": ("beta", "specificity_alpha", "specificity_beta"),
+    "accuracy": ("beta", "accuracy_alpha", "accuracy_beta"),
+    "precision": ("gamma", "precision_alpha", "precision_beta"),
+}
+"""Approximate posteriors an EM fit may store per annotator: measure ->
+(distribution, first parameter, second parameter); Beta(alpha, beta), and
+Gamma(shape alpha, rate beta). The families' EM write them: two-coin (Raykar
+et al. 2009, sec. 7.1), one-coin Dawid-Skene, continuous (given the truth's
+posterior)."""
+
+
+def _approximation(post: xr.Dataset, name: str):
+    """The frozen scipy distribution (over annotators) an EM fit stores for
+    measure ``name`` (see :data:`_APPROXIMATIONS`), or None.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+    name : str
+
+    Returns
+    -------
+    scipy.stats frozen distribution or None
+    """
+    if name not in _APPROXIMATIONS:
+        return None
+    family, first, second = _APPROXIMATIONS[name]
+    if not all(n in post and D.ANNOTATOR in post[n].dims for n in (first, second)):
+        return None
+    a, b = annotator_vector(post, first), annotator_vector(post, second)
+    return stats.beta(a, b) if family == "beta" else stats.gamma(a, scale=1 / b)
+
+
+def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
+                         ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
+    """Summaries of a one-draw fit (EM or MAP).
+
+    The mean is the fit's point estimate and spreads and intervals are NaN,
+    except for the measures of an EM fit that stores their approximate
+    posterior (:data:`_APPROXIMATIONS`: the Betas of sensitivity,
+    specificity and a one-coin accuracy, the Gamma of a continuous
+    precision): those report the approximation's mean, sd and quantiles, and
+    the weight of a fit with both Betas those of Monte Carlo draws from them.
+    The EM estimate is the approximation's mode, which can lie outside its
+    equal-tailed interval (a sensitivity of 1 on a perfect record), so it is
+    not the reported mean.
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+    measures : dict
+        Measure name -> (chain, draw, annotator) DataArray.
+    ci_prob : float
+
+    Returns
+    -------
+    dict
+        Measure name -> dict of ``mean``, ``sd``, ``lower``, ``upper`` vectors.
+    """
+    tail = (1 - ci_prob) / 2
+    out, approximations = {}, {}
+    for name, da in measures.items():
+        point = draw_matrix(da)[0]
+        nan = np.full_like(point, np.nan)
+        out[name] = {"mean": point, "sd": nan, "lower": nan.copy(), "upper": nan.copy()}
+        dist = _approximation(post, name)
+        if dist is not None:
+            approximations[name] = dist
+            out[name] = {"mean": dist.mean(), "sd": dist.std(), "lower": dist.ppf(tail),
+                         "upper": dist.ppf(1 - tail)}
+    if "weight" in out and "weight" not in post and {"sensitivity", "specificity"} <= set(
+            approximations):
+        rng = np.random.default_rng(MC_SEED)
+        n = len(out["weight"]["mean"])
+        sens = approximations["sensitivity"].rvs(size=(MC_DRAWS, n), random_state=rng)
+        spec = approximations["specificity"].rvs(size=(MC_DRAWS, n), random_state=rng)
+        out["weight"] = summarise_draws(logit(sens) + logit(spec), ci_prob)
+    return out
+
+
+def _is_continuous(fit, post: xr.Dataset) -> bool:
+    """Whether a fit is the continuous family's (a per-annotator precision and a true value)."""
+    if not ("precision" in post and is_annotator_measure(post["precision"])):
+        return False
+    return "true_value" in post or getattr(fit, "attrs", {}).get("family") == "continuous"
+
+
+def _gamma_root_summary(a, b, ci_prob: float) -> dict[str, np.ndarray]:
+    """Mean, sd and interval of 1 / sqrt(precision), precision ~ Gamma(a, rate b), in
+    closed form: E = sqrt(b) G(a - 1/2) / G(a), E[SD^2] = b / (a - 1), and the
+    quantiles are the precision's reversed (infinite where a moment is not finite)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    tail = (1 - ci_prob) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(a > 0.5, np.sqrt(b) * np.exp(gammaln(np.maximum(a, 0.5 + 1e-12) - 0.5)
+                                                   - gammaln(a)), np.inf)
+        second = np.where(a > 1, b / np.maximum(a - 1, 1e-300), np.inf)
+        spread = np.where(a > 1, np.sqrt(np.maximum(second - mean ** 2, 0.0)), np.inf)
+        dist = stats.gamma(a, scale=1 / b)
+        return {"mean": mean, "sd": spread, "lower": 1 / np.sqrt(dist.ppf(1 - tail)),
+                "upper": 1 / np.sqrt(dist.ppf(tail))}
+
+
+def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
+    """Mean, sd and interval of each annotator's noise SD, 1 / sqrt(precision).
+
+    Parameters
+    ----------
+    post : xarray.Dataset
+        A continuous fit's posterior, with ``precision`` (chain, draw, annotator).
+    ci_prob : float
+
+    Returns
+    -------
+    dict
+        ``mean``, ``sd``, ``lower``, ``upper`` vectors over annotators: those of
+        the transformed draws (many draws); of the transformed Gamma
+        approximation (an EM fit with ``precision_alpha``/``_beta``), in closed
+        form: for precision ~ Gamma(a, rate b), E[SD] = sqrt(b) G(a - 1/2) / G(a),
+        E[SD^2] = b / (a - 1), and the SD's quantiles are the precision's
+        reversed; otherwise the point 1 / sqrt(precision) and NaN spreads.
+    """
+    draws = draw_matrix(post["precision"])
+    with np.errstate(divide="ignore"):
+        if len(draws) > 1:
+            return summarise_draws(1 / np.sqrt(draws), ci_prob)
+        dist = _approximation(post, "precision")
+        if dist is None:
+            point = 1 / np.sqrt(draws[0])
+            nan = np.full_like(point, np.nan)
+            return {"mean": point, "sd": nan, "lower": nan.copy(), "upper": nan.copy()}
+        a, b = annotator_vector(post, "precision_alpha"), annotator_vector(post, "precision_beta")
+        return _gamma_root_summary(a, b, ci_prob)
+
+# --------------------------------------------------------------- the table
+def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) -> pd.DataFrame:
+    """One row per annotator: mean, sd and interval of each quality measure.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        An EM Dataset, or a DataTree from ``fit_map`` or ``sample``.
+    ci_prob : float, default 0.9
+        Probability of the equal-tailed interval, strictly between 0 and 1.
+    rank_by : str, optional
+        A column of the table; rows are sorted by it, largest first (NaN last).
+        Default: the fit's annotator order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the user's annotator ids (index name ``annotator``). For each
+        measure ``m`` present, the columns ``m_mean``, ``m_sd``, ``m_lower``,
+        ``m_upper``; then ``n_labels`` (NaN when the fit does not record it).
+
+        Measures, in this order: ``sensitivity``, ``specificity`` and ``weight``
+        = logit(sensitivity) + logit(specificity), the annotator's weight in the
+        log-odds of the true label (Raykar et al. 2009, sec. 6.2), when the fit
+        has sensitivity and specificity; then, when the fit has a ``confusion``
+        (annotator, true_class, label_class), ``accuracy``, the overall
+        probability of a correct label, and ``accuracy_<class>`` =
+        ``confusion[j, k, k]`` for each true class k, named by the user's
+        class names (the ``true_class`` coordinate); then every other
+        posterior variable whose only dims besides chain and draw is
+        ``annotator`` (e.g. ``precision``), in the fit's variable order. A
+        continuous fit (a per-annotator ``precision`` and a ``true_value``, or
+        ``attrs["family"] == "continuous"``) also gets ``sd`` right after
+        ``precision``: the annotator's noise standard deviation in label units,
+        ``1 / sqrt(precision)`` (for Student-t noise, the noise scale; its sd
+        is ``sqrt(nu / (nu - 2))`` times that).
+
+    Raises
+    ------
+    ValueError
+        If ``ci_prob`` is not strictly between 0 and 1, if the fit has no
+        per-annotator variable, if ``rank_by`` is not a column, or if the
+        confusion's true and label classes do not match.
+
+    Notes
+    -----
+    With many draws, statistics are over all chains and draws pooled: the
+    mean, the standard deviation (ddof=1) and the ``(1 -/+ ci_prob) / 2``
+    quantiles (linear interpolation). The weight is computed draw by draw.
+
+    A one-draw fit (EM, MAP) reports its point estimate as ``_mean`` and NaN
+    for ``_sd``, ``_lower`` and ``_upper``. An EM Dataset that carries the
+    Beta approximations of sec. 7.1 (``sensitivity_alpha``/``_beta``,
+    ``specificity_alpha``/``_beta``) gets the mean, sd and quantiles of those
+    Betas for sensitivity and specificity, and, for the weight, those of 4000
+    Monte Carlo draws per annotator from them (fixed seed). The EM estimate
+    itself is the Betas' mode, which can lie outside their interval (a
+    perfect record gives a mode of 1), so ``_mean`` is the approximation's
+    mean, the centre of its interval; the mode stays in the fit.
+
+    Accuracy. The overall accuracy is ``sum_k pi_k confusion[j, k, k]``, the
+    probability that annotator j labels a random item correctly, computed
+    draw by draw with ``pi`` the ``prevalence`` draws when the fit has them
+    and otherwise the mean over items of ``item_class_prob`` in that draw (a
+    fit with features); a fit with neither gets per-class accuracies only.
+    Label classes are matched to true classes by name. A one-coin fit (a
+    per-annotator ``accuracy`` variable) reports that variable as its overall
+    accuracy, which it is under any class shares, and its per-class
+    accuracies all equal it.
+
+    A one-draw fit of a full confusion model (EM) that stores its Dirichlet
+    rows ``confusion_alpha`` (annotator, true_class, label_class), alpha plus
+    expected counts, gets the mean, sd and quantiles of ``accuracy_<class>``
+    from the Beta marginal Beta(alpha_kk, sum_l alpha_kl - alpha_kk), and
+    those of ``accuracy`` from 4000 Monte Carlo draws per annotator from the
+    rows (fixed seed), the class shares held at their point estimate. As for
+    the Betas, the rows' joint mode (the EM confusion) is not the centre of
+    these marginals (on dog it fell outside the overall accuracy's interval
+    for 76 of 109 annotators), so the means are the approximation's. A one-coin
+    EM fit ignores ``confusion_alpha``: those rows are the full model's, not
+    the posterior of its single accuracy.
+
+    Noise SD. With draws, ``sd`` is summarised over the draws of
+    ``1 / sqrt(precision)``. An EM fit with the Gamma approximation of each
+    precision, Gamma(``precision_alpha``, rate ``precision_beta``) (the
+    conditional posterior given the final E-step), gets that Gamma transformed
+    exactly: mean ``sqrt(b) Gamma(a - 1/2) / Gamma(a)``, sd from
+    ``E[SD^2] = b / (a - 1)``, and interval ``1 / sqrt`` of the precision's
+    interval reversed (a monotone map keeps quantiles), so ``sd_mean`` lies
+    inside ``[sd_lower, sd_upper]``; note that ``sd_mean`` is not
+    ``1 / sqrt(precision_mean)``. A one-draw fit without it (MAP) reports
+    ``1 / sqrt`` of its point precision and NaN spreads.
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    post = posterior_of(fit)
+    found = {name: post[name] for name in post.data_vars if is_annotator_measure(post[name])}
+    conf = _confusion_of(post)
+    if not found and conf is None:
+        raise ValueError(
+            f"this fit has no per-annotator variable (dims chain, draw, annotator, or a "
+            f"confusion (annotator, true_class, label_class)) to summarise; its variables are "
+            f"{sorted(map(str, post.data_vars))}."
+        )
+    measures: dict[str, xr.DataArray] = {}
+    if "sensitivity" in found and "specificity" in found:
+        measures["sensitivity"] = found.pop("sensitivity")
+        measures["specificity"] = found.pop("specificity")
+        measures["weight"] = found.pop(
+            "weight", logit(measures["sensitivity"]) + logit(measures["specificity"]))
+    if conf is not None and "accuracy" in found:  # one-coin: its accuracy is the overall one
+        measures["accuracy"] = found.pop("accuracy")
+    measures.update(found)
+
+    annotators = pd.Index(post[D.ANNOTATOR].values, name=D.ANNOTATOR)
+    if n_samples(post) > 1:
+        summaries = {name: summarise_draws(draw_matrix(da), ci_prob)
+                     for name, da in measures.items()}
+    else:
+        summaries = _single_draw_summary(post, measures, ci_prob)
+    if conf is not None:
+        accuracies = _accuracy_summaries(post, conf, ci_prob)
+        if _is_one_coin(post) and "accuracy" in summaries:
+            # one accuracy per annotator, the same for every true class
+            accuracies = {n: v if n == "accuracy" else dict(summaries["accuracy"])
+                          for n, v in accuracies.items()}
+        clash = sorted(set(accuracies) & set(summaries) - {"accuracy"})
+        if clash:
+            raise ValueError(
+                f"the per-class accuracy names {clash} clash with variables of the fit of the "
+                f"same name; rename those variables."
+            )
+        ordered = [n for n in ("sensitivity", "specificity", "weight") if n in summaries]
+        ordered += ["accuracy"] if "accuracy" in summaries or "accuracy" in accuracies else []
+        ordered += [n for n in accuracies if n != "accuracy"]
+        ordered += [n for n in summaries if n not in ordered]
+        summaries = {**accuracies, **summaries}
+        summaries = {n: summaries[n] for n in ordered}
+    if _is_continuous(fit, post) and "sd" not in summaries:
+        # the noise SD in label units, right after the precision it is derived from
+        sd = _sd_summary(post, ci_prob)
+        names = list(summaries)
+        at = names.index("precision") + 1
+        summaries = {n: summaries[n] for n in names[:at]} | {"sd": sd} | {
+            n: summaries[n] for n in names[at:]}
+    columns = {f"{name}_{stat}": summaries[name][stat]
+               for name in summaries for stat in _STATS}
+    table = pd.DataFrame(columns, index=annotators)
+    table["n_labels"] = labels_per_annotator(fit, post, annotators)
+
+    if rank_by is not None:
+        if rank_by not in table.columns:
+            raise ValueError(
+                f"rank_by={rank_by!r} is not a column of the summary; choose one of "
+                f"{list(table.columns)}."
+            )
+        table = table.sort_values(rank_by, ascending=False, kind="mergesort",
+                                  na_position="last")
+    return table
+
+# -------------------------------------------------------------- item table
+def _labels_per_item(fit, annotations: Annotations | None, items: pd.Index) -> np.ndarray:
+    """Labels per item (repeats counted), in the order of ``items``.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+    annotations : Annotations or None
+        When given, the counts come from its long table.
+    items : pandas.Index
+        The item ids of the rows (the annotations' items when they are given,
+        otherwise the fit's ``item`` coordinate).
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer counts; without annotations they come from a DataTree's
+        ``constant_data["item_idx"]`` (codes into the fit's items) or its
+        ``observed_data["labels"]`` (each item's number of labels), and are NaN
+        for a fit that records neither (an EM Dataset).
+    """
+    if annotations is not None:
+        counts = np.bincount(annotations.item_idx, minlength=annotations.n_items)
+        return pd.Series(counts, index=annotations.items).reindex(items).to_numpy()
+    if isinstance(fit, xr.DataTree):
+        if "constant_data" in fit.children:
+            const = fit["constant_data"].to_dataset()
+            if "item_idx" in const and const["item_idx"].ndim == 1:
+                idx = np.asarray(const["item_idx"].values, dtype=np.int64)
+                if idx.size and idx.min() >= 0 and idx.max() < len(items):
+                    return np.bincount(idx, minlength=len(items))
+        if "observed_data" in fit.children:
+            observed = fit["observed_data"].to_dataset()
+            if "labels" in observed and observed["labels"].dims == (D.ITEM,):
+                da = observed["labels"]
+                counts = pd.Series(np.asarray(da.values), index=pd.Index(da[D.ITEM].values)
+                                   if D.ITEM in da.coords else None)
+                if D.ITEM in da.coords:
+                    counts = counts.reindex(items)
+                if len(counts) == len(items) and counts.notna().all():
+                    return counts.to_numpy(dtype=np.int64)
+    return np.full(len(items), np.nan)
+
+
+def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
+    """:func:`item_table` of a fit with ``item_class_prob``."""
+    probs = _item_class_prob(fit)
+    values = np.asarray(probs.values, dtype=float)
+    n_items, n_classes = values.shape
+    items = (pd.Index(probs[D.ITEM].values) if D.ITEM in probs.coords
+             else pd.RangeIndex(n_items))
+    classes = (pd.Index(probs[D.TRUE_CLASS].values) if D.TRUE_CLASS in probs.coords
+               else pd.RangeIndex(n_classes))
+    counts = _labels_per_item(fit, None, items)
+    if annotations is not None:
+        if annotations.continuous:
+            raise ValueError("this fit has class probabilities (item_class_prob), but the "
+                             "annotations are continuous; pass the annotations of the fit.")
+        missing = annotations.items[~annotations.items.isin(items)]
+        if len(items) != annotations.n_items or len(missing):
+            raise ValueError(
+                f"the fit's {len(items)} items are not the annotations' {annotations.n_items} "
+                f"items" + (f" ({_listing(missing, 3)} are not in the fit)" if len(missing)
+                            else "") + "; pass the annotations the fit was made on."
+            )
+        if len(classes) != annotations.n_classes or not annotations.classes.isin(
+                classes).all():
+            raise ValueError(
+                f"the fit's classes {_listing(classes)} are not the annotations' classes "
+                f"{_listing(annotations.classes)}; pass the annotations the fit was made on."
+            )
+        rows = items.get_indexer(annotations.items)
+        cols = classes.get_indexer(annotations.classes)
+        values, items, classes = values[rows][:, cols], annotations.items, annotations.classes
+        counts = _labels_per_item(fit, annotations, items)
+    best = values.argmax(axis=1)  # ties go to the first class, as in accuracy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(values > 0, values * np.log(values), 0.0)
+    table = pd.DataFrame(
+        {
+            "estimated_label": classes.to_numpy()[best],
+            "estimated_prob": values[np.arange(n_items), best],
+            "entropy": -terms.sum(axis=1),
+            "n_labels": counts,
+        },
+        index=pd.Index(items, name=D.ITEM),
+    )
+    for k, name in enumerate(classes):
+        table[f"prob_{name}"] = values[:, k]
+    if annotations is not None and annotations.has_gold:
+        table["gold"] = annotations.gold_series().reindex(annotations.items).to_numpy()
+    return table
+
+
+def _value_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
+    """:func:`item_table` of a continuous fit (``true_value``, ``true_value_sd``)."""
+    from crowd_models.models.continuous import true_value_summary
+
+    if annotations is not None and not annotations.continuous:
+        raise ValueError("this is a continuous fit (true_value), but the annotations have "
+                         "classes; pass the annotations of the fit.")
+    table = true_value_summary(fit, annotations=annotations)
+    table.insert(4, "n_labels", _labels_per_item(fit, annotations, table.index))
+    return table
+
+
+def item_table(fit, annotations: Annotations | None = None) -> pd.DataFrame:
+    """One row per item: the fit's estimate of its true class or value.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        An EM Dataset, or a DataTree from ``fit_map`` or ``sample``, of any
+        family.
+    annotations : Annotations, optional
+        The data the fit was made on. With them, rows follow their item order,
+        ``n_labels`` is counted from them and a ``gold`` column is added when
+        they carry gold labels (values). Without them, rows follow the fit's
+        ``item`` coordinate and ``n_labels`` comes from a DataTree's
+        ``constant_data``/``observed_data`` (NaN for an EM Dataset, which does
+        not record it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the user's item ids (index name ``item``).
+
+        Categorical fits (``item_class_prob`` (item, true_class)):
+        ``estimated_label``, the most probable class by the user's class names
+        (ties go to the first class); ``estimated_prob``, its probability;
+        ``entropy``, the entropy of the item's class probabilities in nats (0
+        when one class is certain, ``log K`` when all K are equally likely);
+        ``n_labels``; ``prob_<class>`` for each class; and ``gold`` (the gold
+        class, NaN where unknown) when the annotations have gold labels. With
+        many draws (NUTS) the probabilities are averaged over chains and
+        draws first, so ``estimated_prob`` and ``entropy`` describe the
+        posterior mean of ``item_class_prob``.
+
+        Continuous fits (``true_value``, ``true_value_sd``): ``mean``, ``sd``,
+        ``lower``, ``upper`` (90% normal interval) of each item's true value,
+        as :func:`crowd_models.models.continuous.true_value_summary` gives
+        them (over the draws, by the law of total variance), then
+        ``n_labels``, and ``gold`` when the annotations carry gold values.
+
+    Raises
+    ------
+    ValueError
+        If the fit has neither ``item_class_prob`` nor ``true_value``, or the
+        annotations' items (or classes) are not the fit's.
+    """
+    if annotations is not None and not isinstance(annotations, Annotations):
+        raise TypeError(f"annotations must be Annotations or None, got "
+                        f"{type(annotations).__name__}.")
+    post = posterior_of(fit)
+    if "item_class_prob" in post:
+        return _class_item_table(fit, annotations)
+    if "true_value" in post:
+        return _value_item_table(fit, annotations)
+    raise ValueError(
+        f"this fit has neither item_class_prob (item, true_class) nor true_value (item) to "
+        f"tabulate; its variables are {sorted(map(str, post.data_vars))}."
+    )
+
+
+# ------------------------------------------------- tables the CLI also prints
+def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> pd.DataFrame:
+    """Intervals for a one-draw continuous fit (MAP = EM) from EM's conditional
+    posteriors.
+
+    A MAP fit has no spread of its own. The continuous family's EM stores the
+    posterior of each precision given the other parameters, Gamma(
+    ``precision_alpha``, rate ``precision_beta``), and of each bias,
+    N(bias, ``bias_conditional_sd``^2); this fills the table's ``_sd``,
+    ``_lower`` and ``_upper`` columns of precision, noise SD (1 / sqrt of the
+    precision) and bias from them. They are conditional intervals: narrower
+    than the full posterior's, which NUTS gives.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`annotator_summary` of the MAP (or EM) fit, indexed by annotator.
+    em_fit : xarray.Dataset
+        The continuous family's EM fit of the same data.
+    ci_prob : float, default 0.9
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with those columns filled.
+
+    Examples
+    --------
+    >>> table = conditional_intervals(annotator_summary(map_fit), continuous.em(ann))
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    for name in ("precision_alpha", "precision_beta"):
+        if name not in em_fit:
+            raise ValueError(f"em_fit has no {name!r}: conditional intervals need the "
+                             f"continuous family's EM fit (continuous.em).")
+    tail = (1 - ci_prob) / 2
+    table = table.copy()
+    a = em_fit["precision_alpha"].to_series().reindex(table.index).to_numpy()
+    b = em_fit["precision_beta"].to_series().reindex(table.index).to_numpy()
+    table["precision_sd"] = stats.gamma.std(a, scale=1 / b)
+    table["precision_lower"] = stats.gamma.ppf(tail, a, scale=1 / b)
+    table["precision_upper"] = stats.gamma.ppf(1 - tail, a, scale=1 / b)
+    if "sd_mean" in table:
+        root = _gamma_root_summary(a, b, ci_prob)
+        for stat in ("sd", "lower", "upper"):
+            table[f"sd_{stat}"] = root[stat]
+    if "bias_conditional_sd" in em_fit and "bias_mean" in table:
+        sd = em_fit["bias_conditional_sd"].to_series().reindex(table.index).to_numpy()
+        z = stats.norm.ppf(1 - tail)
+        table["bias_sd"] = sd
+        table["bias_lower"] = table["bias_mean"] - z * sd
+        table["bias_upper"] = table["bias_mean"] + z * sd
+    return table
+
+
+def coefficient_table(fit, ci_prob: float = 0.9) -> pd.DataFrame | None:
+    """One row per feature: mean (and, with draws, interval) of each coefficient vector.
+
+    Parameters
+    ----------
+    fit : xarray.Dataset or xarray.DataTree
+        Any fit; its variables with the single dim ``feature`` (besides chain and
+        draw) are reported, except the Laplace prior's ``_pos``/``_neg`` parts.
+    ci_prob : float, default 0.9
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Columns ``<name>_mean`` and, for a fit with several draws, ``<name>_lower``
+        and ``<name>_upper``, indexed by feature; None when the fit has no
+        coefficients.
+
+    Examples
+    --------
+    >>> coefficient_table(two_coin.em(ann_with_features))
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    tail = (1 - ci_prob) / 2
+    post = posterior_of(fit)
+    names = [n for n in post.data_vars
+             if set(post[n].dims) - set(SAMPLE_DIMS) == {D.FEATURE}
+             and not n.endswith(("_pos", "_neg"))]
+    if not names:
+        return None
+    columns = {}
+    for name in names:
+        draws = draw_matrix(post[name], D.FEATURE)
+        columns[f"{name}_mean"] = draws.mean(axis=0)
+        if len(draws) > 1:
+            columns[f"{name}_lower"] = np.quantile(draws, tail, axis=0)
+            columns[f"{name}_upper"] = np.quantile(draws, 1 - tail, axis=0)
+    return pd.DataFrame(columns, index=pd.Index(post[D.FEATURE].values, name=D.FEATURE))
