@@ -88,3 +88,18 @@ def labels_per_annotator(fit, post: xr.Dataset, annotators: pd.Index) -> pd.Seri
     if counts.notna().all():
         counts = counts.astype(np.int64)
     return counts.rename("n_labels")
+
+
+def draws_table(draws: dict[str, np.ndarray], index: pd.Index, ci_prob: float) -> pd.DataFrame:
+    """Columns ``<name>_mean``, ``_sd``, ``_lower``, ``_upper`` from (sample, row)
+    draws per name; a single draw gives its value and NaN spreads."""
+    columns = {}
+    for name, values in draws.items():
+        values = np.asarray(values, dtype=float)
+        if len(values) > 1:
+            stats = summarise_draws(values, ci_prob)
+        else:
+            nan = np.full(values.shape[1], np.nan)
+            stats = {"mean": values[0], "sd": nan, "lower": nan, "upper": nan}
+        columns.update({f"{name}_{k}": stats[k] for k in ("mean", "sd", "lower", "upper")})
+    return pd.DataFrame(columns, index=index)

@@ -741,27 +741,27 @@ def _integer_level(value) -> bool:
 
 def _check_family_data(ann, plan: _Plan) -> None:
     """What the family needs of the parsed data, checked before fitting."""
-    from crowd_models.data import _listing
+    from crowd_models._text import listing
 
     if not ann.continuous:
         K = ann.n_classes
         if plan.model in ("two-coin", "feature-accuracy") and K != 2:
             raise InputError(
                 f"--model {plan.model} needs exactly 2 classes; the labels have {K}: "
-                f"{_listing(ann.classes)}. Use --model dawid-skene for more classes (or --model "
+                f"{listing(ann.classes)}. Use --model dawid-skene for more classes (or --model "
                 f"ordinal for ordered levels), or --classes to name the two.")
         if plan.model == "ordinal":
             words = [c for c in ann.classes if not _integer_level(c)]
             if words:
                 raise InputError(
                     f"--model ordinal needs integer levels as labels; found non-integer "
-                    f"level(s) {_listing(words)} among the classes {_listing(ann.classes)}. "
+                    f"level(s) {listing(words)} among the classes {listing(ann.classes)}. "
                     f"Recode the labels to 1..{K} in their order.")
             levels = [int(float(c)) for c in ann.classes]
             if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
                 raise InputError(
                     f"--model ordinal needs the levels in increasing order, got "
-                    f"{_listing(levels)}; give --classes in increasing order or recode the "
+                    f"{listing(levels)}; give --classes in increasing order or recode the "
                     f"labels to 1..{K}.")
         for prior in PRIORS:
             value = plan.priors.get(prior.name)
@@ -769,7 +769,7 @@ def _check_family_data(ann, plan: _Plan) -> None:
             if kind == "concentration" and isinstance(value, tuple) and len(value) != K:
                 raise InputError(
                     f"{prior.flag}: give one concentration or {K} (one per class, in the class "
-                    f"order {_listing(ann.classes)}), got {len(value)}.")
+                    f"order {listing(ann.classes)}), got {len(value)}.")
 
 
 # ------------------------------------------------------------------ output
@@ -777,12 +777,12 @@ def _with_positive(ann, positive: str | None):
     """The annotations with the class named by ``--positive`` (as text) second."""
     if positive is None:
         return ann
-    from crowd_models.data import _listing
+    from crowd_models._text import listing
 
     matches = [c for c in ann.classes if str(c) == positive]
     if not matches:
         raise InputError(f"--positive {positive!r} is not one of the classes "
-                         f"{_listing(ann.classes)}; name one of them.")
+                         f"{listing(ann.classes)}; name one of them.")
     return ann.with_positive(matches[0])
 
 

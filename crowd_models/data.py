@@ -46,6 +46,7 @@ import pandas as pd
 import xarray as xr
 
 from crowd_models import _dims as D
+from crowd_models._text import examples, listing, short_repr
 
 __all__ = ["Annotations"]
 
@@ -59,9 +60,6 @@ _MISSING_WORDS = frozenset({"na", "n/a", "#n/a", "nan", "none", "null", "missing
 """String classes (compared stripped and lower-cased) that look like a
 missing-value code rather than a class."""
 
-_REPR_WIDTH = 40
-"""An example value longer than this (as repr) is cut in messages."""
-
 _SKIP = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 """Frames in these folders (the crowd_models package) are skipped when a warning
 names the line that caused it: the warning points at the user's call."""
@@ -70,29 +68,6 @@ names the line that caused it: the warning points at the user's call."""
 def _warn(message: str) -> None:
     """A UserWarning attributed to the first caller outside crowd_models."""
     warnings.warn(message, UserWarning, skip_file_prefixes=_SKIP)
-
-
-def _short_repr(value) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()  # 5, not np.int64(5)
-    text = repr(value)
-    return text if len(text) <= _REPR_WIDTH else text[: _REPR_WIDTH - 3] + "..."
-
-
-def _examples(values, n: int = 5) -> str:
-    """At most ``n`` values, each cut to ``_REPR_WIDTH`` characters, and the count."""
-    values = list(values)
-    shown = ", ".join(_short_repr(v) for v in values[:n])
-    return shown + (f", ... ({len(values)} in all)" if len(values) > n else "")
-
-
-def _listing(values, n: int = 10) -> str:
-    """``[a, b, c]``, or ``[a, b, ...] (347 in all)`` past ``n`` values."""
-    values = list(values)
-    shown = ", ".join(_short_repr(v) for v in values[:n])
-    if len(values) <= n:
-        return f"[{shown}]"
-    return f"[{shown}, ...] ({len(values)} in all)"
 
 
 def _same_class(a, b) -> bool:
@@ -155,7 +130,7 @@ def _near_duplicates(values: pd.Index) -> list[list]:
 
 
 def _groups_text(groups, n: int = 3) -> str:
-    shown = "; ".join(" and ".join(_short_repr(v) for v in g) for g in groups[:n])
+    shown = "; ".join(" and ".join(short_repr(v) for v in g) for g in groups[:n])
     return shown + (f"; ... ({len(groups)} groups in all)" if len(groups) > n else "")
 
 
@@ -200,14 +175,14 @@ def _mismatch_text(pairs, what: str, targets: str) -> str:
         v_type, t_type = type(v).__name__, type(t).__name__
         return (
             f"{len(by_type)} of {what} match {targets} only once both are converted to text: "
-            f"{what} are {v_type} (e.g. {_short_repr(v)}) where {targets} are {t_type} (e.g. "
-            f"{_short_repr(t)}). Make both the same type (e.g. convert {what} with "
+            f"{what} are {v_type} (e.g. {short_repr(v)}) where {targets} are {t_type} (e.g. "
+            f"{short_repr(t)}). Make both the same type (e.g. convert {what} with "
             f".astype({t_type}))"
         )
     v, t = pairs[0]
     return (
         f"{len(pairs)} of {what} differ from {targets} only in surrounding whitespace (e.g. "
-        f"{_short_repr(v)} against {_short_repr(t)}). Pass strip=True, or strip them first"
+        f"{short_repr(v)} against {short_repr(t)}). Pass strip=True, or strip them first"
     )
 
 
@@ -274,7 +249,7 @@ def _parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
         on = np.isin(codes, np.flatnonzero(blank))
         raise ValueError(
             f"{what} is empty or whitespace only on {on.sum()} row(s), e.g. rows "
-            f"{_examples(rows[on])}; every annotation needs a real {role} id (as it needs a "
+            f"{examples(rows[on])}; every annotation needs a real {role} id (as it needs a "
             f"label). Fill in or drop those rows first."
         )
     _warn_near_duplicates(ids, what, f"{role}s")
@@ -289,7 +264,7 @@ def _check_wide_ids(index: pd.Index, what: str, where: str) -> None:
     if bad.any():
         raise ValueError(
             f"the {what} hold {bad.sum()} missing, empty or whitespace-only id(s), at "
-            f"position(s) {_examples(np.flatnonzero(bad))}; every {where} needs a real id. "
+            f"position(s) {examples(np.flatnonzero(bad))}; every {where} needs a real id. "
             f"Name them, or drop them first."
         )
 
@@ -414,7 +389,7 @@ class Annotations:
             if col not in df.columns:
                 raise ValueError(
                     f"column {col!r} (the {arg} column) is not in the table; its columns are "
-                    f"{_examples(df.columns, 12)}. Pass {arg}='<column name>' to name it."
+                    f"{examples(df.columns, 12)}. Pass {arg}='<column name>' to name it."
                 )
             n_same = sum(1 for c in df.columns if c == col)
             if n_same > 1:
@@ -444,7 +419,7 @@ class Annotations:
             if missing.any():
                 raise ValueError(
                     f"{where[arg]} is missing on {missing.sum()} row(s), e.g. "
-                    f"rows {_examples(df.index[missing])}; every annotation needs an {arg} id. "
+                    f"rows {examples(df.index[missing])}; every annotation needs an {arg} id. "
                     f"Drop or fill those rows first."
                 )
         item_idx, items = _parse_ids(df[item], df.index, "item", where["item"], strip)
@@ -515,7 +490,7 @@ class Annotations:
             dup = index[index.duplicated()]
             if len(dup):
                 raise ValueError(
-                    f"the {what} contain duplicates: {_examples(dup.unique())}"
+                    f"the {what} contain duplicates: {examples(dup.unique())}"
                     + (" (once stripped of whitespace by strip=True)" if strip else "")
                     + ". Ids must be unique."
                 )
@@ -525,7 +500,7 @@ class Annotations:
             hit = matrix.isin(codes).to_numpy()
             if not hit.any():
                 _warn(
-                    f"missing={_listing(codes)} matches no cell of the matrix; nothing was "
+                    f"missing={listing(codes)} matches no cell of the matrix; nothing was "
                     f"treated as missing. Types matter: -1 and '-1' differ."
                 )
             matrix = matrix.mask(hit)
@@ -545,13 +520,13 @@ class Annotations:
         empty_cols = matrix.columns[~present.any(axis=0)]
         if len(empty_cols):
             raise ValueError(
-                f"annotator(s) {_examples(empty_cols)} have no labels (all missing); "
+                f"annotator(s) {examples(empty_cols)} have no labels (all missing); "
                 f"drop those columns."
             )
         empty_rows = matrix.index[~present.any(axis=1)]
         if len(empty_rows):
             raise ValueError(
-                f"item(s) {_examples(empty_rows)} have no labels (all missing); drop those rows."
+                f"item(s) {examples(empty_rows)} have no labels (all missing); drop those rows."
             )
         rows, cols = np.nonzero(present)
         values = matrix.to_numpy(dtype=object)[rows, cols]
@@ -714,7 +689,7 @@ class Annotations:
         if self.n_classes != 2:
             raise ValueError(
                 f"positive= picks one of two classes; these annotations have "
-                f"{self.n_classes}: {_listing(self.classes)}. Binary families need two "
+                f"{self.n_classes}: {listing(self.classes)}. Binary families need two "
                 f"classes (Dawid-Skene takes more).")
         found = [k for k, c in enumerate(self.classes) if _same_class(c, positive)]
         if not found:
@@ -723,7 +698,7 @@ class Annotations:
                     if as_text else "")
             raise ValueError(
                 f"positive={positive!r} is not one of the classes "
-                f"{_listing(self.classes)}.{hint}")
+                f"{listing(self.classes)}.{hint}")
         if found[0] == 1:
             return self
         if self.truth is not None:
@@ -772,7 +747,7 @@ class Annotations:
 
     def __repr__(self) -> str:
         kind = "continuous" if self.continuous else (
-            f"{self.n_classes} classes {_listing(self.classes)}")
+            f"{self.n_classes} classes {listing(self.classes)}")
         return (
             f"Annotations({self.n_annotations} labels, {self.n_items} items, "
             f"{self.n_annotators} annotators, {kind}, {self.n_features} features, "
@@ -801,7 +776,7 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
     if missing.any():
         raise ValueError(
             f"column {label!r} (the labels) is missing or empty on {missing.sum()} row(s), "
-            f"e.g. rows {_examples(index[missing])}. A row means an annotation was given: drop "
+            f"e.g. rows {examples(index[missing])}. A row means an annotation was given: drop "
             f"rows without a label first (df.dropna(subset=[{label!r}]))."
         )
     if continuous:
@@ -812,7 +787,7 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
         if bad.any():
             raise TypeError(
                 f"continuous labels must be numbers; column {label!r} holds non-numeric values "
-                f"{_examples(raw[bad].unique())}. Convert them, or drop continuous=True for "
+                f"{examples(raw[bad].unique())}. Convert them, or drop continuous=True for "
                 f"categorical labels."
             )
         values = values.to_numpy(dtype=float)
@@ -820,7 +795,7 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
         if infinite.any():
             raise ValueError(
                 f"continuous labels must be finite; column {label!r} holds infinite values on "
-                f"rows {_examples(index[infinite])} ({infinite.sum()} row(s)): inf and -inf "
+                f"rows {examples(index[infinite])} ({infinite.sum()} row(s)): inf and -inf "
                 f"are not labels. Drop or correct those rows first."
             )
         return values, None
@@ -829,8 +804,8 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
     if non_finite:
         rows = raw.isin(non_finite).to_numpy()
         raise ValueError(
-            f"column {label!r} holds the non-finite label(s) {_examples(non_finite)} on "
-            f"{rows.sum()} row(s), e.g. rows {_examples(index[rows])}: inf and -inf are not "
+            f"column {label!r} holds the non-finite label(s) {examples(non_finite)} on "
+            f"{rows.sum()} row(s), e.g. rows {examples(index[rows])}: inf and -inf are not "
             f"classes. Drop or correct those rows first."
         )
     source = "classes="
@@ -843,7 +818,7 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
             if len(classes) < 2:
                 raise ValueError(
                     f"column {label!r} is Categorical with the single category "
-                    f"{_listing(classes)}: one class only, so there is nothing to learn. If "
+                    f"{listing(classes)}: one class only, so there is nothing to learn. If "
                     f"other classes exist, add them (.cat.add_categories) or declare them "
                     f"with classes=[...]."
                 )
@@ -856,12 +831,12 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
             except TypeError as err:
                 raise TypeError(
                     f"the labels in column {label!r} mix types that cannot be sorted "
-                    f"({_examples(uniques)}); pass classes=[...] to give the class order, or "
+                    f"({examples(uniques)}); pass classes=[...] to give the class order, or "
                     f"make the column one type."
                 ) from err
             if len(classes) < 2:
                 raise ValueError(
-                    f"every label is {_short_repr(classes[0])}: one class only, so there is "
+                    f"every label is {short_repr(classes[0])}: one class only, so there is "
                     f"nothing to learn. If other classes exist, declare them with "
                     f"classes=[...]."
                 )
@@ -873,15 +848,15 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
                   if c is None or c is pd.NA or (_is_number(c) and not np.isfinite(c))]
         if unreal:
             raise ValueError(
-                f"classes= holds {_examples(unreal)}: a class must be a finite value (NaN and "
+                f"classes= holds {examples(unreal)}: a class must be a finite value (NaN and "
                 f"None mean a missing label, inf is not a class). Remove them from classes=."
             )
         dup = pd.Index(classes, dtype=object)
         dup = dup[dup.duplicated()]
         if len(dup):
             raise ValueError(
-                f"classes= has duplicates: {_examples(dup.unique())}; name each class once "
-                f"(got {_listing(classes)})."
+                f"classes= has duplicates: {examples(dup.unique())}; name each class once "
+                f"(got {listing(classes)})."
             )
         if len(classes) < 2:
             raise ValueError(f"classes= must name at least two classes, got {classes}.")
@@ -892,8 +867,8 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
         outside = pd.unique(raw[bad])
         pairs = _text_matches(outside, classes)
         raise ValueError(
-            f"labels {_examples(outside)} in column {label!r} are not among the "
-            f"classes {_listing(classes)} (on {bad.sum()} row(s)). Add them to classes=, or fix "
+            f"labels {examples(outside)} in column {label!r} are not among the "
+            f"classes {listing(classes)} (on {bad.sum()} row(s)). Add them to classes=, or fix "
             f"the labels (types matter: 1 and '1' differ)"
             + (f"; {_mismatch_text(pairs, 'these labels', 'the classes')}" if pairs else "")
             + "."
@@ -904,17 +879,17 @@ def _parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, 
             f" Drop unused categories first (df[{label!r}].cat.remove_unused_categories()) if "
             f"they are not classes.")
         _warn(
-            f"class(es) {_examples(unused)} of {source} never occur among the labels; "
+            f"class(es) {examples(unused)} of {source} never occur among the labels; "
             f"models learn about them from their priors only.{fix}"
         )
     if not declared:
         like_missing = _missing_codes(classes)
         if like_missing:
             _warn(
-                f"class(es) {_examples(like_missing)} look like missing-value codes rather "
-                f"than classes (the classes are {_listing(classes)}); they are kept as "
+                f"class(es) {examples(like_missing)} look like missing-value codes rather "
+                f"than classes (the classes are {listing(classes)}); they are kept as "
                 f"classes. If they mean no label, "
-                f"{missing_fix.replace('{codes}', _listing(like_missing))}; if they are "
+                f"{missing_fix.replace('{codes}', listing(like_missing))}; if they are "
                 f"classes, declare classes=[...] to confirm."
             )
     return codes.astype(np.int64), classes
@@ -928,7 +903,7 @@ def _check_many_classes(uniques, label: str) -> None:
     if fractional:
         raise ValueError(
             f"column {label!r} holds {len(uniques)} distinct numbers, e.g. "
-            f"{_examples(fractional, 3)}, not integer class codes: as classes they would make "
+            f"{examples(fractional, 3)}, not integer class codes: as classes they would make "
             f"{len(uniques)} classes. Did you mean continuous=True (--continuous on the "
             f"command line)? To keep them as classes, declare them with classes=[...]."
         )
@@ -948,7 +923,7 @@ def _parse_features(features, items: pd.Index, *, strip: bool = False):
         dup_cols = features.columns[features.columns.duplicated()]
         if len(dup_cols):
             raise ValueError(
-                f"features have duplicate column names: {_examples(dup_cols.unique())}; each "
+                f"features have duplicate column names: {examples(dup_cols.unique())}; each "
                 f"feature needs its own name. Rename them, or drop the repeats "
                 f"(features.loc[:, ~features.columns.duplicated()] keeps the first)."
             )
@@ -956,21 +931,21 @@ def _parse_features(features, items: pd.Index, *, strip: bool = False):
         clash = names.duplicated(keep=False)
         if clash.any():
             raise ValueError(
-                f"feature columns {_examples(features.columns[clash])} have the same name once "
+                f"feature columns {examples(features.columns[clash])} have the same name once "
                 f"converted to text (feature names are text); rename them so that each "
                 f"feature has its own name."
             )
         dup = features.index[features.index.duplicated()]
         if len(dup):
             raise ValueError(
-                f"the features' index (item ids) has duplicates: {_examples(dup.unique())}; "
+                f"the features' index (item ids) has duplicates: {examples(dup.unique())}; "
                 f"give one row per item."
             )
         non_numeric = [c for c in features.columns
                        if not pd.api.types.is_numeric_dtype(features[c])]
         if non_numeric:
             raise TypeError(
-                f"features must be numeric; columns {_examples(non_numeric)} are not. Encode "
+                f"features must be numeric; columns {examples(non_numeric)} are not. Encode "
                 f"them (e.g. pd.get_dummies) first."
             )
         missing = items[~items.isin(features.index)]
@@ -985,12 +960,12 @@ def _parse_features(features, items: pd.Index, *, strip: bool = False):
         if len(missing):
             raise ValueError(
                 f"features are missing for {len(missing)} item(s) with labels, e.g. "
-                f"{_examples(missing)}; the features' index must hold every item id."
+                f"{examples(missing)}; the features' index must hold every item id."
             )
         if len(extra):
             raise ValueError(
                 f"features hold {len(extra)} item(s) that have no labels, e.g. "
-                f"{_examples(extra)}; drop those rows (features.loc[...]) — to predict new "
+                f"{examples(extra)}; drop those rows (features.loc[...]) — to predict new "
                 f"items, use the fitted classifier instead."
             )
         values = features.loc[items].to_numpy(dtype=float)
@@ -1018,7 +993,7 @@ def _parse_features(features, items: pd.Index, *, strip: bool = False):
         rows, cols = np.nonzero(bad)
         raise ValueError(
             f"features hold {bad.sum()} NaN or infinite value(s), in feature(s) "
-            f"{_examples(pd.unique(names[cols]))} of item(s) {_examples(pd.unique(items[rows]))}; "
+            f"{examples(pd.unique(names[cols]))} of item(s) {examples(pd.unique(items[rows]))}; "
             f"impute or drop them first."
         )
     return values, names
@@ -1030,7 +1005,7 @@ def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
     if isinstance(gold, pd.DataFrame):
         raise TypeError(
             f"gold must be one column of labels (a Series or dict indexed by item id, or an "
-            f"array in item order), got a DataFrame with columns {_examples(gold.columns)}. "
+            f"array in item order), got a DataFrame with columns {examples(gold.columns)}. "
             f"Pick the column, e.g. gold=table.set_index('<item column>')['<gold column>']."
         )
     if isinstance(gold, Mapping):
@@ -1042,7 +1017,7 @@ def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
             gold = _strip(gold.set_axis(_strip_index(gold.index), axis=0))
         dup = gold.index[gold.index.duplicated()]
         if len(dup):
-            raise ValueError(f"gold has duplicate item ids: {_examples(dup.unique())}.")
+            raise ValueError(f"gold has duplicate item ids: {examples(dup.unique())}.")
         extra = ~gold.index.isin(items)
         if extra.any():
             pairs = _text_matches(gold.index[extra], items)
@@ -1054,13 +1029,13 @@ def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
             if extra.all():
                 raise ValueError(
                     f"none of gold's {len(gold)} item id(s) is an item id of the labels (gold "
-                    f"has e.g. {_examples(gold.index, 3)}; the items are e.g. "
-                    f"{_examples(items, 3)}); gold must be indexed by item id. If it is in item "
+                    f"has e.g. {examples(gold.index, 3)}; the items are e.g. "
+                    f"{examples(items, 3)}); gold must be indexed by item id. If it is in item "
                     f"order, pass it as a list or array (gold.to_numpy())."
                 )
             _warn(
                 f"gold holds {extra.sum()} item id(s) that have no labels (e.g. "
-                f"{_examples(gold.index[extra], 3)}); they are ignored."
+                f"{examples(gold.index[extra], 3)}); they are ignored."
             )
         gold = gold.reindex(items)
     else:
@@ -1086,7 +1061,7 @@ def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
         if bad.any():
             raise ValueError(
                 f"gold values must be finite numbers for continuous labels; items "
-                f"{_examples(items[bad])} are not."
+                f"{examples(items[bad])} are not."
             )
         return values
     codes = np.full(len(items), -1, dtype=np.int64)
@@ -1096,8 +1071,8 @@ def _parse_gold(gold, items: pd.Index, classes, *, strip: bool = False):
         outside = pd.unique(gold[bad])
         pairs = _text_matches(outside, classes)
         raise ValueError(
-            f"gold labels {_examples(outside)} are not among the classes "
-            f"{_listing(classes)}"
+            f"gold labels {examples(outside)} are not among the classes "
+            f"{listing(classes)}"
             + (f"; {_mismatch_text(pairs, 'these gold labels', 'the classes')}" if pairs else "")
             + "."
         )

@@ -85,7 +85,6 @@ STRUCTURES: tuple[str, ...] = (
 )
 """The 14 EDDA covariance structures, in mclust's order."""
 
-_CLOSED_FORM = frozenset({"EII", "VII", "EEI", "EVI", "VVI", "EEE", "EEV", "EVV", "VVV"})
 RCOND_MIN = 1e-10
 """A fitted covariance whose smallest/largest eigenvalue ratio falls below this
 is treated as singular."""

@@ -313,7 +313,6 @@ GI_LIGHTS = ("white", "nbi", "paper")
 GI_FEATURE_SETS = ("all", "paper")
 GI_PAPER_FEATURES = (112, 172, 474, 488, 602)
 """The five features (1-based numbers) that Montani & Cappozzo use."""
-_GI_CLASS_CODES = {1: "hyperplasic", 2: "serrated", 3: "adenoma"}   # row 2 of data.txt
 GI_SPLIT_RUNS = ("table7", "table6")
 _GI_SPLIT_CODES = {1: "adenoma", 2: "hyperplasic", 3: "serrated"}   # paper_splits_50 files
 _GI_BINARY = {"adenoma": "resection", "serrated": "resection", "hyperplasic": "no-resection"}

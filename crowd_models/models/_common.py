@@ -17,7 +17,8 @@ from scipy.special import gammaln, xlog1py, xlogy
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models.data import Annotations, _listing
+from crowd_models._text import listing
+from crowd_models.data import Annotations
 
 PROB_FLOOR = 1e-12
 """EM keeps probabilities within [PROB_FLOOR, 1 - PROB_FLOOR] (flat priors can
@@ -37,7 +38,7 @@ def require_categorical(annotations, family: str, n_classes: int | None = None) 
     if n_classes is not None and annotations.n_classes != n_classes:
         raise ValueError(
             f"{family} needs exactly {n_classes} classes, these annotations have "
-            f"{annotations.n_classes}: {_listing(annotations.classes)}."
+            f"{annotations.n_classes}: {listing(annotations.classes)}."
         )
 
 
@@ -47,26 +48,32 @@ def require_binary(annotations, family: str, positive=None):
     return annotations if positive is None else annotations.with_positive(positive)
 
 
-def beta_prior(value, name: str, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Parse a Beta prior given as (a, b); a and b broadcast over ``size``."""
+def parameter_pair(value, name: str, size: int | None, what: str = "(a, b) of Beta",
+                   parts: str = "a and b") -> tuple[np.ndarray, np.ndarray]:
+    """A prior's two parameters as float arrays, broadcast to ``(size,)`` (as given
+    when ``size`` is None), with a ``TypeError``/``ValueError`` naming the prior."""
     try:
         a, b = value
     except (TypeError, ValueError):
         raise TypeError(
-            f"{name} must be a pair (a, b) of Beta parameters (each a number or an array over "
+            f"{name} must be a pair {what} parameters (each a number or an array over "
             f"annotators), got {value!r}."
         ) from None
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if size is not None:
-        try:
-            a = np.broadcast_to(a, (size,)).copy()
-            b = np.broadcast_to(b, (size,)).copy()
-        except ValueError:
-            raise ValueError(
-                f"{name}: a and b must be numbers or arrays of length {size} (one per "
-                f"annotator), got shapes {np.shape(value[0])} and {np.shape(value[1])}."
-            ) from None
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if size is None:
+        return a, b
+    try:
+        return np.broadcast_to(a, (size,)).copy(), np.broadcast_to(b, (size,)).copy()
+    except ValueError:
+        raise ValueError(
+            f"{name}: {parts} must be numbers or arrays of length {size} (one per "
+            f"annotator), got shapes {np.shape(value[0])} and {np.shape(value[1])}."
+        ) from None
+
+
+def beta_prior(value, name: str, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Parse a Beta prior given as (a, b); a and b broadcast over ``size``."""
+    a, b = parameter_pair(value, name, size)
     if np.any(a < 1) or np.any(b < 1):
         raise ValueError(
             f"{name} needs a >= 1 and b >= 1 so that the posterior mode exists (a = b = 1 is "

@@ -121,7 +121,8 @@ from scipy.special import gammaln
 from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models._fits import check_ci_prob, draw_matrix, summarise_draws
-from crowd_models.data import Annotations, _listing
+from crowd_models._text import listing
+from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 
@@ -192,7 +193,7 @@ def _require_continuous(annotations, family: str = "the continuous model") -> No
     if not annotations.continuous:
         raise ValueError(
             f"{family} needs continuous (numeric) labels; these annotations have classes "
-            f"{_listing(annotations.classes)}. Parse them with "
+            f"{listing(annotations.classes)}. Parse them with "
             f"Annotations.from_frame(..., continuous=True)."
         )
     labels = np.asarray(annotations.labels)
@@ -218,24 +219,11 @@ def _check_noise(noise, nu) -> float:
 
 def _gamma_prior(value, name: str, size: int | None, scale: float):
     """(shape, rate) in label_scale units -> (shape, rate in label units, flat)."""
-    try:
-        a, b = value
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a pair (shape, rate) of Gamma parameters (each a number"
-            f"{' or an array over annotators' if size else ''}), got {value!r}."
-        ) from None
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    target = () if size is None else (size,)
-    try:
-        a = np.broadcast_to(a, target).copy()
-        b = np.broadcast_to(b, target).copy()
-    except ValueError:
-        raise ValueError(
-            f"{name}: shape and rate must be numbers or arrays of length {size} (one per "
-            f"annotator), got shapes {np.shape(value[0])} and {np.shape(value[1])}."
-        ) from None
+    a, b = C.parameter_pair(value, name, size, what="(shape, rate) of Gamma",
+                            parts="shape and rate")
+    if size is None and (a.ndim or b.ndim):
+        raise ValueError(f"{name}: shape and rate must be numbers, got shapes {a.shape} and "
+                         f"{b.shape}.")
     if np.any(~np.isfinite(a)) or np.any(~np.isfinite(b)) or np.any(a < 1) or np.any(b < 0):
         raise ValueError(
             f"{name} needs a finite shape >= 1 and rate >= 0 so that the posterior mode exists "

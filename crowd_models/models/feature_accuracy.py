@@ -86,6 +86,7 @@ from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
 from crowd_models import _trust
+from crowd_models._fits import check_ci_prob, draws_table
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
@@ -758,19 +759,17 @@ def annotator_summary(fit, *, annotations: Annotations | None = None,
     items they labelled, of that probability at the posterior mean of the
     parameters — how much the annotator's accuracy moves with the items'
     features. Then ``accuracy_intercept`` (log-odds of a correct label at
-    x = 0) and ``n_labels``, as in :func:`crowd_models.report.annotator_summary`.
+    x = 0) and ``n_labels``, the columns :func:`crowd_models.report.annotator_summary`
+    would give.
 
     ``annotations``: the data the fit was made on; needed for an EM fit (a
     MAP or NUTS fit carries the features in ``constant_data``).
     """
     from scipy import sparse
 
-    from crowd_models import report
-
     X, item_idx, annotator_idx = _long_table(fit, annotations)
     post = posterior_of(fit)
     J = post.sizes[D.ANNOTATOR]
-    shape = (post.sizes[D.CHAIN], post.sizes[D.DRAW])
     alpha = post["accuracy_intercept"].transpose(D.CHAIN, D.DRAW, D.ANNOTATOR).values
     alpha = alpha.reshape(-1, J)
     gamma = post["accuracy_coef"].transpose(D.CHAIN, D.DRAW, D.FEATURE).values
@@ -788,12 +787,10 @@ def annotator_summary(fit, *, annotations: Annotations | None = None,
         a = alpha[lo:lo + 256, annotator_idx] + (gamma[lo:lo + 256] @ X.T)[:, item_idx]
         accuracy[lo:lo + 256] = np.asarray(rows.T @ expit(a).T).T / np.maximum(counts, 1)
     accuracy[:, counts == 0] = np.nan
-    dims = (D.CHAIN, D.DRAW, D.ANNOTATOR)
-    ds = xr.Dataset({"accuracy": (dims, accuracy.reshape(*shape, J)),
-                     "accuracy_intercept": (dims, alpha.reshape(*shape, J)),
-                     "n_labels": (D.ANNOTATOR, counts)},
-                    coords={D.ANNOTATOR: post[D.ANNOTATOR].values})
-    table = report.annotator_summary(ds, ci_prob=ci_prob)
+    table = draws_table({"accuracy": accuracy, "accuracy_intercept": alpha},
+                        pd.Index(post[D.ANNOTATOR].values, name=D.ANNOTATOR),
+                        check_ci_prob(ci_prob))
+    table["n_labels"] = counts
     at_mean = expit(alpha.mean(axis=0)[annotator_idx] + (X @ gamma.mean(axis=0))[item_idx])
     by_annotator = pd.Series(at_mean).groupby(annotator_idx)
     for q in (10, 90):

@@ -102,8 +102,9 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from crowd_models import _dims as D
+from crowd_models._text import listing
 from crowd_models.baselines import majority_vote
-from crowd_models.data import Annotations, _listing
+from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 from crowd_models.models import two_coin
@@ -174,13 +175,13 @@ def _require_ordinal(annotations, family: str) -> None:
     if non_integer:
         raise ValueError(
             f"{family} needs integer levels as labels; found non-integer level(s) "
-            f"{non_integer[:5]} among the classes {_listing(classes)}. Recode the labels to "
+            f"{non_integer[:5]} among the classes {listing(classes)}. Recode the labels to "
             f"1..{K} in their order (e.g. df['label'].map({{'low': 1, 'mid': 2, 'high': 3}}))."
         )
     levels = [int(float(c)) for c in classes]
     if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
         raise ValueError(
-            f"{family} needs the levels in increasing order, got classes {_listing(levels)}. "
+            f"{family} needs the levels in increasing order, got classes {listing(levels)}. "
             f"Declare them in order (classes=sorted(...)) or recode the labels to 1..{K}."
         )
 

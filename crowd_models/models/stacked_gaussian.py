@@ -89,8 +89,6 @@ STRATEGIES = ("PGT", "EN", "E", "MV", "ItAlg1", "ItAlg2")
 PYMC_STRUCTURES = ("EII", "VII", "EEI", "VEI", "EVI", "VVI", "EEE", "VVV")
 """Covariance structures :func:`build_model` covers."""
 
-ALL_STRUCTURES = ("EII", "VII", "EEI", "VEI", "EVI", "VVI", "EEE", "VEE", "EVE", "VVE",
-                  "EEV", "VEV", "EVV", "VVV")
 
 DEFAULT_PRIORS = dict(prevalence_prior=2.0, mean_prior_scale=10.0, covariance_prior="default")
 """Weak conjugate-style defaults of :func:`build_model`.
@@ -170,7 +168,7 @@ def _fit_one(X, y, covariance, G, **edda_kwargs):
     return edda.fit_edda(X, y, covariance, classes=list(range(G)), **edda_kwargs)
 
 
-def _check_structure(covariance, allowed=ALL_STRUCTURES + ("best", "EDDA")):
+def _check_structure(covariance, allowed=edda.STRUCTURES + ("best", "EDDA")):
     if covariance not in allowed:
         raise ValueError(
             f"covariance={covariance!r} is not a known structure; choose one of "
@@ -278,10 +276,6 @@ def stack(base_fits, weights, classes=None) -> GaussianClassifier:
 
 
 # ---------------------------------------------------------------- strategies
-def _label_matrix_rows(ann):
-    return ann.item_idx, ann.annotator_idx, ann.labels
-
-
 def _agreement(ann, item_labels) -> np.ndarray:
     """Per annotator: number of its labels equal to ``item_labels`` (-1 = skip)."""
     ref = item_labels[ann.item_idx]
@@ -578,13 +572,6 @@ def _priors(ann, prevalence_prior, mean_prior_scale, covariance_prior):
             raise ValueError(f"covariance_prior dof must be > -1, got {dof}.")
         out["covariance"] = (dof, scale)
     return out
-
-
-def _free(name, prior_sd, dims, shape=None):
-    """A Flat variable, or Normal(0, prior_sd) when given (for auxiliary coordinates)."""
-    if prior_sd is None:
-        return pm.Flat(name, dims=dims, shape=shape)
-    return pm.Normal(name, 0.0, prior_sd, dims=dims, shape=shape)
 
 
 def build_model(

@@ -12,7 +12,8 @@ from crowd_models import _dims as D
 from crowd_models._fits import (
     SAMPLE_DIMS,
 )
-from crowd_models.data import Annotations, _listing
+from crowd_models._text import listing
+from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
 
 
@@ -340,7 +341,7 @@ def accuracy(fit_or_probs, annotations: Annotations) -> float:
         if (codes < 0).any():
             raise ValueError(
                 f"the fit's classes {list(names)} are not the annotations' classes "
-                f"{_listing(annotations.classes)}."
+                f"{listing(annotations.classes)}."
             )
     elif probs.sizes[D.TRUE_CLASS] != annotations.n_classes:
         raise ValueError(

@@ -21,7 +21,8 @@ from crowd_models._fits import (
     n_samples,
     summarise_draws,
 )
-from crowd_models.data import Annotations, _listing
+from crowd_models._text import listing
+from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
 from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
 from crowd_models.report.metrics import _item_class_prob
@@ -384,14 +385,14 @@ def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
         if len(items) != annotations.n_items or len(missing):
             raise ValueError(
                 f"the fit's {len(items)} items are not the annotations' {annotations.n_items} "
-                f"items" + (f" ({_listing(missing, 3)} are not in the fit)" if len(missing)
+                f"items" + (f" ({listing(missing, 3)} are not in the fit)" if len(missing)
                             else "") + "; pass the annotations the fit was made on."
             )
         if len(classes) != annotations.n_classes or not annotations.classes.isin(
                 classes).all():
             raise ValueError(
-                f"the fit's classes {_listing(classes)} are not the annotations' classes "
-                f"{_listing(annotations.classes)}; pass the annotations the fit was made on."
+                f"the fit's classes {listing(classes)} are not the annotations' classes "
+                f"{listing(annotations.classes)}; pass the annotations the fit was made on."
             )
         rows = items.get_indexer(annotations.items)
         cols = classes.get_indexer(annotations.classes)
