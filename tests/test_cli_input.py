@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowd_models import cli
 from crowd_models.cli import main
 from crowd_models.models import two_coin
 
@@ -226,7 +225,7 @@ def test_unwritable_out_is_refused_before_fitting(files, tmp_path, capsys, monke
             return False
         return real_access(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(cli.os, "access", access)
+    monkeypatch.setattr(os, "access", access)  # os.access, as the CLI calls it
     code = main(["fit", str(files / "labels.csv"), *EM, "--out", str(locked / "report")])
     captured = capsys.readouterr()
     assert code == 2 and len(captured.err.strip().splitlines()) == 1

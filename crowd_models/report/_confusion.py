@@ -22,29 +22,7 @@ _CONFUSION_DIMS = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
 
 
 def _aligned_confusion(da: xr.DataArray, name: str = "confusion") -> xr.DataArray:
-    """A confusion-like array with its label classes in the true classes' order.
-
-    Parameters
-    ----------
-    da : xarray.DataArray
-        Any array with ``true_class`` and ``label_class`` dims (e.g.
-        ``confusion``, ``confusion_alpha`` or ``confusion_mean``).
-    name : str
-        Its name, for messages.
-
-    Returns
-    -------
-    xarray.DataArray
-        The same values with ``label_class`` reordered so that position k of
-        both class dims is the same class: matched by name when both dims have
-        coordinates, by position otherwise. The diagonal is then the
-        probability of a correct label.
-
-    Raises
-    ------
-    ValueError
-        If the two class dims differ in size or in class names.
-    """
+    """A confusion-like array with its label classes in the true classes' order."""
     n_true, n_label = da.sizes[D.TRUE_CLASS], da.sizes[D.LABEL_CLASS]
     if n_true != n_label:
         raise ValueError(
@@ -64,34 +42,14 @@ def _aligned_confusion(da: xr.DataArray, name: str = "confusion") -> xr.DataArra
 
 
 def _class_names(da: xr.DataArray) -> list:
-    """The true-class names of a confusion-like array (positions when it has none).
-
-    Parameters
-    ----------
-    da : xarray.DataArray
-
-    Returns
-    -------
-    list
-    """
+    """The true-class names of a confusion-like array (positions when it has none)."""
     if D.TRUE_CLASS in da.coords:
         return list(da[D.TRUE_CLASS].values)
     return list(range(da.sizes[D.TRUE_CLASS]))
 
 
 def _confusion_of(post: xr.Dataset) -> xr.DataArray | None:
-    """The per-annotator ``confusion`` draws of a fit, classes aligned, if it has them.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-
-    Returns
-    -------
-    xarray.DataArray or None
-        (chain, draw, annotator, true_class, label_class), label classes in the
-        true classes' order; None when the fit has no such variable.
-    """
+    """The per-annotator ``confusion`` draws of a fit, classes aligned, if it has them."""
     if "confusion" not in post:
         return None
     da = post["confusion"]
@@ -101,35 +59,14 @@ def _confusion_of(post: xr.Dataset) -> xr.DataArray | None:
 
 
 def _sample_array(da: xr.DataArray, *dims: str) -> np.ndarray:
-    """Draws as a (sample, *dims) float array, sample = chain x draw (1 if absent).
-
-    Parameters
-    ----------
-    da : xarray.DataArray
-        With ``dims`` and optionally chain and draw.
-    *dims : str
-        The other dims, in the order wanted.
-
-    Returns
-    -------
-    numpy.ndarray of float
-    """
+    """Draws as a (sample, *dims) float array, sample = chain x draw (1 if absent)."""
     sample = [d for d in SAMPLE_DIMS if d in da.dims]
     da = da.transpose(*sample, *dims)
     return np.asarray(da.values, dtype=float).reshape(-1, *[da.sizes[d] for d in dims])
 
 
 def _is_one_coin(post: xr.Dataset) -> bool:
-    """Whether a confusion fit is the one-coin variant (a per-annotator ``accuracy``).
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-
-    Returns
-    -------
-    bool
-    """
+    """Whether a confusion fit is the one-coin variant (a per-annotator ``accuracy``)."""
     return "accuracy" in post and is_annotator_measure(post["accuracy"])
 
 
@@ -138,18 +75,7 @@ def _confusion_alpha(post: xr.Dataset) -> xr.DataArray | None:
 
     Only a one-draw fit of a full confusion model uses them: with many draws
     the draws carry the uncertainty, and the one-coin EM stores the rows of the
-    full model, which do not describe its single accuracy per annotator.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-
-    Returns
-    -------
-    xarray.DataArray or None
-        (annotator, true_class, label_class), label classes in the true classes'
-        order.
-    """
+    full model, which do not describe its single accuracy per annotator."""
     if "confusion_alpha" not in post or n_samples(post) > 1 or _is_one_coin(post):
         return None
     da = post["confusion_alpha"]
@@ -159,38 +85,13 @@ def _confusion_alpha(post: xr.Dataset) -> xr.DataArray | None:
 
 
 def _beta_marginals(alpha: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
-    """Beta parameters of each cell's marginal under Dirichlet rows.
-
-    Parameters
-    ----------
-    alpha : xarray.DataArray
-        (annotator, true_class, label_class) Dirichlet concentrations.
-
-    Returns
-    -------
-    a, b : numpy.ndarray, shape (annotator, true_class, label_class)
-        Cell (j, k, l) is Beta(alpha_jkl, sum_l' alpha_jkl' - alpha_jkl).
-    """
+    """Beta parameters of each cell's marginal under Dirichlet rows."""
     a = np.asarray(alpha.values, dtype=float)
     return a, a.sum(axis=2, keepdims=True) - a
 
 
 def _class_weights(post: xr.Dataset, conf: xr.DataArray) -> np.ndarray | None:
-    """Share of each true class, per draw, to average per-class accuracies with.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-    conf : xarray.DataArray
-        The aligned confusion draws (for the class order).
-
-    Returns
-    -------
-    numpy.ndarray of float, shape (sample or 1, true_class), or None
-        The ``prevalence`` draws when the fit has them (true_class), else the
-        mean over items of ``item_class_prob`` per draw; None when it has
-        neither.
-    """
+    """Share of each true class, per draw, to average per-class accuracies with."""
     if "prevalence" in post and D.TRUE_CLASS in post["prevalence"].dims and set(
             post["prevalence"].dims) <= {*SAMPLE_DIMS, D.TRUE_CLASS}:
         weights = post["prevalence"]
@@ -209,23 +110,7 @@ def _class_weights(post: xr.Dataset, conf: xr.DataArray) -> np.ndarray | None:
 
 def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
                         ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
-    """Per-class and overall accuracy of each annotator of a confusion fit.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-    conf : xarray.DataArray
-        The aligned confusion draws, from :func:`_confusion_of`.
-    ci_prob : float
-
-    Returns
-    -------
-    dict
-        ``accuracy`` (overall; absent for a one-coin fit, whose own ``accuracy``
-        variable is that overall accuracy, and when the fit has no class shares)
-        then ``accuracy_<class>`` for each true class, each a dict of ``mean``,
-        ``sd``, ``lower``, ``upper`` vectors over annotators.
-    """
+    """Per-class and overall accuracy of each annotator of a confusion fit."""
     diag = np.diagonal(_sample_array(conf, *_CONFUSION_DIMS), axis1=2, axis2=3)  # (S, J, K)
     names = [f"accuracy_{c}" for c in _class_names(conf)]
     if len(set(names)) < len(names):

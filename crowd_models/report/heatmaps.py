@@ -31,18 +31,7 @@ from crowd_models.report.summary import annotator_summary
 
 # ---------------------------------------------------------- confusion plots
 def _confusion_for_plot(fit) -> tuple[xr.Dataset, xr.DataArray]:
-    """The posterior and the aligned confusion draws of a fit, or a clear error.
-
-    Parameters
-    ----------
-    fit : xarray.Dataset or xarray.DataTree
-
-    Returns
-    -------
-    post : xarray.Dataset
-    conf : xarray.DataArray
-        (chain, draw, annotator, true_class, label_class).
-    """
+    """The posterior and the aligned confusion draws of a fit, or a clear error."""
     post = posterior_of(fit)
     conf = _confusion_of(post)
     if conf is None:
@@ -55,18 +44,7 @@ def _confusion_for_plot(fit) -> tuple[xr.Dataset, xr.DataArray]:
 
 
 def _annotator_position(annotators: pd.Index, annotator) -> int:
-    """Position of an annotator id, or a ValueError listing valid ids.
-
-    Parameters
-    ----------
-    annotators : pandas.Index
-        The fit's annotator ids.
-    annotator : hashable
-
-    Returns
-    -------
-    int
-    """
+    """Position of an annotator id, or a ValueError listing valid ids."""
     try:
         position = int(annotators.get_indexer([annotator])[0])
     except (TypeError, ValueError):
@@ -82,20 +60,7 @@ def _annotator_position(annotators: pd.Index, annotator) -> int:
 
 def _monte_carlo_mixture(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
                          ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
-    """Interval of a weighted sum over annotators of independent Beta cells.
-
-    Parameters
-    ----------
-    a, b : numpy.ndarray, shape (annotator, true_class, label_class)
-        Beta parameters of each cell.
-    weights : numpy.ndarray, shape (annotator,)
-    ci_prob : float
-
-    Returns
-    -------
-    lower, upper : numpy.ndarray, shape (true_class, label_class)
-        Quantiles of 4000 Monte Carlo draws per cell (fixed seed).
-    """
+    """Interval of a weighted sum over annotators of independent Beta cells."""
     rng = np.random.default_rng(MC_SEED)
     tail = (1 - ci_prob) / 2
     K = a.shape[1]
@@ -108,22 +73,7 @@ def _monte_carlo_mixture(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
 
 
 def _confusion_cells(fit, annotator, ci_prob: float):
-    """Mean and interval of each cell of one annotator's or the population's confusion.
-
-    Parameters
-    ----------
-    fit : xarray.Dataset or xarray.DataTree
-    annotator : hashable or None
-    ci_prob : float
-
-    Returns
-    -------
-    mean, lower, upper : numpy.ndarray, shape (true_class, label_class)
-        ``lower``/``upper`` are NaN when the fit carries no uncertainty.
-    classes : list
-        The class names, the order of both axes.
-    title : str
-    """
+    """Mean and interval of each cell of one annotator's or the population's confusion."""
     post, conf = _confusion_for_plot(fit)
     annotators = pd.Index(post[D.ANNOTATOR].values, name=D.ANNOTATOR)
     counts = labels_per_annotator(fit, post, annotators)
@@ -172,19 +122,7 @@ def _confusion_cells(fit, annotator, ci_prob: float):
 
 
 def _draw_confusion(ax, mean, lower, upper, classes, title):
-    """Draw a confusion heatmap with annotated cells.
-
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    mean, lower, upper : numpy.ndarray, shape (K, K)
-    classes : list
-    title : str
-
-    Returns
-    -------
-    matplotlib.image.AxesImage
-    """
+    """Draw a confusion heatmap with annotated cells."""
     image = ax.imshow(mean, vmin=0, vmax=1, cmap="Blues")
     for k in range(mean.shape[0]):
         for m in range(mean.shape[1]):

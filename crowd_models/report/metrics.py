@@ -19,18 +19,7 @@ from crowd_models.inference import posterior_of
 
 # --------------------------------------------------------------------- ROC
 def _binary(values, what: str) -> np.ndarray:
-    """Validate a 1-D 0/1 (or bool) vector.
-
-    Parameters
-    ----------
-    values : array-like
-    what : str
-        Its name, for messages.
-
-    Returns
-    -------
-    numpy.ndarray of int, values in {0, 1}
-    """
+    """Validate a 1-D 0/1 (or bool) vector."""
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{what} must be 1-D, got shape {arr.shape}.")
@@ -169,17 +158,7 @@ def plot_roc(curves: Mapping, ax=None):
 
 # --------------------------------------------------- scores against the truth
 def _item_class_prob(fit_or_probs) -> xr.DataArray:
-    """The (item, true_class) posterior of a fit, or a DataArray passed as is.
-
-    Parameters
-    ----------
-    fit_or_probs : xarray.Dataset, xarray.DataTree or xarray.DataArray
-
-    Returns
-    -------
-    xarray.DataArray
-        (item, true_class), averaged over chain and draw when present.
-    """
+    """The (item, true_class) posterior of a fit, or a DataArray passed as is."""
     if isinstance(fit_or_probs, xr.DataArray):
         probs = fit_or_probs
     elif isinstance(fit_or_probs, xr.Dataset | xr.DataTree):

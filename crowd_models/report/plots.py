@@ -28,20 +28,7 @@ from crowd_models.report.summary import _is_continuous, annotator_summary
 
 # ---------------------------------------------------------- annotator plot
 def _truth_vector(truth, name: str, annotators: pd.Index) -> np.ndarray:
-    """True values of one measure, in the summary's annotator order.
-
-    Parameters
-    ----------
-    truth : xarray.Dataset or mapping
-        ``truth[name]`` is a DataArray or Series indexed by annotator (aligned
-        by id), or an array in the fit's annotator order.
-    name : str
-    annotators : pandas.Index
-
-    Returns
-    -------
-    numpy.ndarray of float, shape (annotator,)
-    """
+    """True values of one measure, in the summary's annotator order."""
     if name not in truth:
         raise ValueError(
             f"truth has no {name!r}; give the true sensitivity and specificity by annotator "

@@ -43,17 +43,7 @@ posterior)."""
 
 def _approximation(post: xr.Dataset, name: str):
     """The frozen scipy distribution (over annotators) an EM fit stores for
-    measure ``name`` (see :data:`_APPROXIMATIONS`), or None.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-    name : str
-
-    Returns
-    -------
-    scipy.stats frozen distribution or None
-    """
+    measure ``name`` (see :data:`_APPROXIMATIONS`), or None."""
     if name not in _APPROXIMATIONS:
         return None
     family, first, second = _APPROXIMATIONS[name]
@@ -75,20 +65,7 @@ def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
     the weight of a fit with both Betas those of Monte Carlo draws from them.
     The EM estimate is the approximation's mode, which can lie outside its
     equal-tailed interval (a sensitivity of 1 on a perfect record), so it is
-    not the reported mean.
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-    measures : dict
-        Measure name -> (chain, draw, annotator) DataArray.
-    ci_prob : float
-
-    Returns
-    -------
-    dict
-        Measure name -> dict of ``mean``, ``sd``, ``lower``, ``upper`` vectors.
-    """
+    not the reported mean."""
     tail = (1 - ci_prob) / 2
     out, approximations = {}, {}
     for name, da in measures.items():
@@ -134,24 +111,7 @@ def _gamma_root_summary(a, b, ci_prob: float) -> dict[str, np.ndarray]:
 
 
 def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
-    """Mean, sd and interval of each annotator's noise SD, 1 / sqrt(precision).
-
-    Parameters
-    ----------
-    post : xarray.Dataset
-        A continuous fit's posterior, with ``precision`` (chain, draw, annotator).
-    ci_prob : float
-
-    Returns
-    -------
-    dict
-        ``mean``, ``sd``, ``lower``, ``upper`` vectors over annotators: those of
-        the transformed draws (many draws); of the transformed Gamma
-        approximation (an EM fit with ``precision_alpha``/``_beta``), in closed
-        form: for precision ~ Gamma(a, rate b), E[SD] = sqrt(b) G(a - 1/2) / G(a),
-        E[SD^2] = b / (a - 1), and the SD's quantiles are the precision's
-        reversed; otherwise the point 1 / sqrt(precision) and NaN spreads.
-    """
+    """Mean, sd and interval of each annotator's noise SD, 1 / sqrt(precision)."""
     draws = draw_matrix(post["precision"])
     with np.errstate(divide="ignore"):
         if len(draws) > 1:
@@ -325,25 +285,7 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
 
 # -------------------------------------------------------------- item table
 def _labels_per_item(fit, annotations: Annotations | None, items: pd.Index) -> np.ndarray:
-    """Labels per item (repeats counted), in the order of ``items``.
-
-    Parameters
-    ----------
-    fit : xarray.Dataset or xarray.DataTree
-    annotations : Annotations or None
-        When given, the counts come from its long table.
-    items : pandas.Index
-        The item ids of the rows (the annotations' items when they are given,
-        otherwise the fit's ``item`` coordinate).
-
-    Returns
-    -------
-    numpy.ndarray
-        Integer counts; without annotations they come from a DataTree's
-        ``constant_data["item_idx"]`` (codes into the fit's items) or its
-        ``observed_data["labels"]`` (each item's number of labels), and are NaN
-        for a fit that records neither (an EM Dataset).
-    """
+    """Labels per item (repeats counted), in the order of ``items``."""
     if annotations is not None:
         counts = np.bincount(annotations.item_idx, minlength=annotations.n_items)
         return pd.Series(counts, index=annotations.items).reindex(items).to_numpy()

@@ -1,0 +1,217 @@
+"""`crowd-models`: fit an annotation table from the command line.
+
+    crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
+                 [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
+                 [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]
+                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy]
+                 [--variant NAME] [--positive CLASS] [--continuous [--bias] [--scale]]
+                 [--penalty L[,L2,...]]
+                 [prior options, see --help] [--method em|map|nuts]
+                 [--draws N] [--tune N] [--chains N] [--seed N] [--out DIR] [--force]
+    crowd-models demo [--out DIR] [--quick] [--force]
+
+``--continuous`` (or ``--model continuous``) reads the labels as numbers and
+fits the continuous family (annotator precision, with ``--bias`` an additive
+bias, with ``--scale`` a multiplicative scale); the item table then holds the
+posterior mean and sd of each item's true value. ``--model ordinal`` fits
+ordered levels coded 1..K (the cumulative binary model); its annotator table
+has a row per annotator and threshold. ``--model feature-accuracy`` (binary
+labels, ``--features`` required) lets each annotator's accuracy depend on the
+item's features, with Laplace (L1) priors of rate ``--penalty``; several
+comma-separated rates are scored without gold by 5-fold cross-validated
+disagreement with the annotators (``selection.select_penalty``) and the best
+one is fitted. Fits with features also write ``coefficients.csv``.
+
+Variants (``--variant``): dawid-skene ``full`` (default), ``one_coin``,
+``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
+``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``).
+``hierarchical``, ``latent`` and ``student_t`` have no EM: they are fitted by
+MAP (``--method map``) or NUTS from the model's majority-vote start. The prior
+options of each family (``--sensitivity-prior A,B`` and so on) are listed by
+``crowd-models fit --help`` with their defaults; an option that does not apply
+to the chosen ``--model``/``--variant`` (or method) is an error, not ignored.
+
+Gold labels: ``--gold G.csv`` (item ids in the column ``--gold-item``, by
+default the ``--item`` name; gold labels in ``--gold-label``, by default
+``gold``, else the ``--label`` name) or ``--gold-column COL`` (a column of the
+labels table, one value per item, empty where unknown). The accuracy against
+gold is printed, ``gold_confusion.csv`` (gold class x estimated class,
+counts) is written, and ``annotators.csv`` gets, per annotator, the measured
+``gold_accuracy`` (and, for two classes or per ordinal threshold,
+``gold_sensitivity`` and ``gold_specificity``) beside the estimates, with
+``n_gold_labels``; continuous labels get ``gold_rmse``.
+
+Input: ``--sep`` is the labels file's separator (``\\t`` or ``tab`` for tabs);
+a features or gold file whose header line does not hold it is read with the
+one of ``, ; tab |`` that its header holds. ``--strip`` strips surrounding
+whitespace from ids, labels, ``--classes`` and gold (without it, ids or
+labels that differ only in whitespace are kept apart, with a warning).
+
+The report (``--out``, created if missing): ``annotators.csv``, ``items.csv``
+(:func:`crowd_models.report.item_table`), ``coefficients.csv`` (with
+features), ``gold_confusion.csv`` (with gold), ``annotators.png`` and
+``fit.nc``. A folder that is not empty is refused unless ``--force``, which
+replaces the report's files (naming each) and leaves every other file alone.
+
+``fit.nc`` (an ``xarray.Dataset`` for EM, an ``xarray.DataTree`` for MAP and
+NUTS; write engine h5netcdf) records in its (root) attrs ``crowd_models_version``,
+``family`` (the module, e.g. ``two_coin``), ``variant`` (empty for a family
+without variants), ``method``, ``priors`` (the family's ``DEFAULT_PRIORS``
+with the command line's settings applied, and the penalty or ``nu`` used) and
+``command``; after NUTS also ``label_switched_chains``, ``max_rhat``,
+``min_ess_bulk`` and ``divergences``. netCDF attributes cannot hold an empty
+list and give a list of ints back as an array, so every attribute that is a
+list, dict, boolean or None is stored as JSON text; ``json_attrs`` (itself
+JSON) names them. Read them back with::
+
+    import json, xarray as xr
+    fit = xr.open_datatree("report/fit.nc", engine="h5netcdf")
+    switched = json.loads(fit.attrs["label_switched_chains"])  # a list of ints
+    priors = json.loads(fit.attrs["priors"])                   # a dict
+
+Python warnings raised while fitting (e.g. annotators below chance, estimates
+on a boundary) print as one line each on stderr (``warning: ...``). Errors in
+the input print one line on stderr (``crowd-models: error: ...``) and exit
+with status 2, before any fitting; a failure to write the report exits with
+status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from crowd_models.cli._commands import run_demo, run_fit
+from crowd_models.cli._options import (  # noqa: F401  (the names tests and users reach)
+    _VARIANT_KEYWORD,
+    EXIT_INPUT,
+    EXIT_OUTPUT,
+    PRIORS,
+    VARIANTS,
+    WITHOUT_EM,
+    InputError,
+    OutputError,
+    _one_line,
+    _one_line_warnings,
+    _Parser,
+    _Prior,
+)
+from crowd_models.cli._output import _write_fit, netcdf_attrs, nuts_diagnostics  # noqa: F401
+
+
+# ------------------------------------------------------------------ parser
+def _prior_help(prior: _Prior) -> str:
+    places = []
+    for key, (_, _needs, default) in prior.where.items():
+        model, _, variant = key.partition("/")
+        place = model + (f" {variant}" if variant else "")
+        places.append(f"{place}: default {default}")
+    return f"{prior.text}. " + "; ".join(places)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from crowd_models.models import MODEL_NAMES
+
+    p = _Parser(prog="crowd-models", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser(
+        "fit", help="fit a long CSV of labels (one row per annotation)",
+        description="Fit a long CSV of labels (one row per annotation) and write a report.",
+        epilog="fit.nc records crowd_models_version, family, variant, method, priors and "
+               "command in its attrs (after NUTS also label_switched_chains, max_rhat, "
+               "min_ess_bulk, divergences). Attributes that are lists, dicts, booleans or None "
+               "are JSON text, named in json_attrs: json.loads(fit.attrs["
+               "'label_switched_chains']) gives a list of ints.")
+    data = f.add_argument_group("input")
+    data.add_argument("labels", help="CSV with one row per annotation")
+    data.add_argument("--item", default="item", help="item id column (default: item)")
+    data.add_argument("--annotator", default="annotator",
+                      help="annotator id column (default: annotator)")
+    data.add_argument("--label", default="label", help="label column (default: label)")
+    data.add_argument("--sep", default=",",
+                      help="field separator of the labels file: one character, or \\t (or "
+                           "tab) for tabs (default: ,). The features and gold files use it too "
+                           "when their header line holds it, else the one of , ; tab | that "
+                           "their header holds")
+    data.add_argument("--strip", action="store_true",
+                      help="strip surrounding whitespace from ids, labels, --classes and gold "
+                           "(default: keep it; ids that differ only in it give a warning)")
+    data.add_argument("--classes",
+                      help="comma-separated class order, e.g. 0,1 (default: sorted labels)")
+    data.add_argument("--features", help="CSV of item features, item id in the first column")
+    gold = f.add_argument_group("gold labels (optional)")
+    gold.add_argument("--gold", metavar="G.csv",
+                      help="CSV of gold labels, one row per item; items without gold are "
+                           "simply unknown")
+    gold.add_argument("--gold-item", metavar="COL",
+                      help="item id column of the gold file (default: the --item name)")
+    gold.add_argument("--gold-label", metavar="COL",
+                      help="gold label column of the gold file (default: gold, else the "
+                           "--label name)")
+    gold.add_argument("--gold-column", metavar="COL",
+                      help="a column of the labels table that holds each item's gold label "
+                           "(the same on every row of the item; empty where unknown)")
+    fam = f.add_argument_group("model")
+    fam.add_argument("--model", default="two-coin", choices=sorted(MODEL_NAMES),
+                     help="model family (default: two-coin)")
+    fam.add_argument("--variant",
+                     help="variant of the family: dawid-skene full (default), one_coin, "
+                          "hierarchical; ordinal cumulative (default), latent; continuous "
+                          "gaussian (default), student_t (the noise). hierarchical, latent and "
+                          "student_t have no EM (--method map or nuts)")
+    fam.add_argument("--method", default="map", choices=["em", "map", "nuts"],
+                     help="EM only, MAP with PyMC (started at EM), or NUTS (started at the "
+                          "MAP) (default: map)")
+    fam.add_argument("--positive", metavar="CLASS",
+                     help="two-coin, feature-accuracy: the positive class, one of the two "
+                          "labels (default: the second class, in --classes order or sorted)")
+    fam.add_argument("--continuous", action="store_true",
+                     help="numeric labels: fit the continuous family (same as --model "
+                          "continuous)")
+    fam.add_argument("--bias", action="store_true",
+                     help="continuous: add a per-annotator additive bias")
+    fam.add_argument("--scale", action="store_true",
+                     help="continuous: add a per-annotator multiplicative scale")
+    fam.add_argument("--penalty",
+                     help="feature-accuracy: Laplace (L1) rate of the coefficients; several "
+                          "comma-separated rates are chosen between without gold (default: "
+                          "the family's, 1)")
+    pri = f.add_argument_group(
+        "priors and settings (each applies to the families named; given for another, it is "
+        "an error)")
+    for prior in PRIORS:
+        pri.add_argument(prior.flag, dest=prior.name, metavar=prior.metavar,
+                         help=_prior_help(prior))
+    nuts = f.add_argument_group("NUTS (with --method nuts only)")
+    nuts.add_argument("--draws", type=int, help="draws per chain (default: 1000)")
+    nuts.add_argument("--tune", type=int, help="tuning steps per chain (default: 1000)")
+    nuts.add_argument("--chains", type=int, help="number of chains (default: 4)")
+    nuts.add_argument("--seed", type=int, help="random seed (default: none)")
+    output = f.add_argument_group("output")
+    output.add_argument("--out", default="crowd_models_report",
+                        help="output folder, created if missing (default: crowd_models_report)")
+    output.add_argument("--force", action="store_true",
+                        help="write into a folder that is not empty, replacing the report's "
+                             "files (each is named); other files are left alone")
+    d = sub.add_parser("demo", help="the two-coin model on the bundled RTE data")
+    d.add_argument("--out", default="crowd_models_demo", help="output folder")
+    d.add_argument("--quick", action="store_true", help="fewer NUTS draws")
+    d.add_argument("--force", action="store_true",
+                   help="write into a folder that is not empty, replacing the report's files")
+    return p
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    try:
+        args = _parser().parse_args(argv)
+        with _one_line_warnings():
+            if args.command == "fit":
+                return run_fit(args, argv)
+            return run_demo(args, argv)
+    except InputError as err:
+        print(f"crowd-models: error: {_one_line(str(err))}", file=sys.stderr)
+        return EXIT_INPUT
+    except OutputError as err:
+        print(f"crowd-models: error: {_one_line(str(err))}", file=sys.stderr)
+        return EXIT_OUTPUT

@@ -1,0 +1,252 @@
+"""``crowd-models fit`` and ``crowd-models demo``."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowd_models.cli._input import (
+    _check_family_data,
+    _check_input_file,
+    _load,
+    _with_positive,
+)
+from crowd_models.cli._options import (
+    BINARY_MODELS,
+    InputError,
+    OutputError,
+    _Plan,
+    _plan,
+    _Progress,
+)
+from crowd_models.cli._output import (
+    _annotator_figure,
+    _check_out,
+    _choose_penalty,
+    _continuous_scores,
+    _diagnostic_attrs,
+    _package_version,
+    _planned_report,
+    _print_diagnostics,
+    _write_fit,
+    nuts_diagnostics,
+)
+
+
+# --------------------------------------------------------------- commands
+def _priors_record(family, plan: _Plan, options: dict) -> dict:
+    """The family's default priors with the command line's settings applied."""
+    record = dict(getattr(family, "DEFAULT_PRIORS", {}))
+    record.update(plan.priors)
+    if "penalty" in options:
+        record["penalty"] = options["penalty"]
+    if plan.variant == "student_t":
+        import inspect
+
+        record.setdefault("nu", inspect.signature(family.build_model).parameters["nu"].default)
+    return record
+
+
+def run_fit(args, argv=None) -> int:
+    plan = _plan(args)
+    _check_input_file(args.labels, "labels")
+    for path, what in ((args.features, "features"), (args.gold, "gold")):
+        if path:
+            _check_input_file(path, what)
+    progress = _Progress(plan.n_steps(args.method))
+    progress.step(f"reading {args.labels}")
+    try:
+        ann = _load(args, plan)
+    except (ValueError, TypeError) as err:
+        raise InputError(str(err)) from None
+    _check_family_data(ann, plan)
+    if plan.model in BINARY_MODELS:
+        ann = _with_positive(ann, args.positive)
+    print(f"      {ann}")
+    out = Path(args.out)
+    entries = _check_out(out, args.force)
+
+    import crowd_models as cm
+    from crowd_models import report
+    from crowd_models.models import MODELS
+
+    family = MODELS[plan.model]
+    options = dict(plan.options)
+    if plan.penalties is not None:
+        options["penalty"] = _choose_penalty(ann, plan.penalties)
+    em_fit = None
+    if plan.has_em:
+        progress.step("EM (reference fit)")
+        try:
+            em_fit = family.em(ann, **options)
+        except ValueError as err:  # the data do not suit the family (e.g. 3 classes, two-coin)
+            raise InputError(str(err)) from None
+    fit = em_fit
+    if args.method in ("map", "nuts"):
+        progress.step("building and optimising the PyMC model (MAP)")
+        try:
+            model = family.build_model(ann, **options)
+        except ValueError as err:
+            raise InputError(str(err)) from None
+        fit = cm.fit_map(model, start=em_fit)  # no EM: the model's majority-vote start
+    diagnostics = None
+    if args.method == "nuts":
+        nuts = plan.nuts
+        progress.step(f"NUTS: {nuts['chains']} chains x {nuts['draws']} draws")
+        fit = cm.sample(model, draws=nuts["draws"], tune=nuts["tune"], chains=nuts["chains"],
+                        random_seed=nuts["seed"], start=fit)
+        if hasattr(family, "align_signs"):  # a chain in the mirrored mode is flipped back
+            fit = family.align_signs(fit, ann)
+        diagnostics = nuts_diagnostics(fit)
+
+    progress.step(f"writing the report to {out}")
+    summarise = getattr(family, "annotator_summary", None)
+    table = report.annotator_summary(fit) if summarise is None else summarise(
+        fit, annotations=ann)
+    conditional = args.continuous and args.method != "nuts" and em_fit is not None
+    if conditional:  # MAP = EM: EM's conditional intervals
+        table = report.conditional_intervals(table, em_fit)
+    items = report.item_table(fit, ann)
+    confusion = None
+    if ann.has_gold:
+        table = report.with_gold_columns(table, ann)
+        if not ann.continuous:
+            confusion = report.gold_confusion(items, ann)
+    coefficients = report.coefficient_table(fit)
+    figure = _annotator_figure(fit, table)
+    names = ["annotators.csv", "items.csv"]
+    names += ["coefficients.csv"] * (coefficients is not None)
+    names += ["gold_confusion.csv"] * (confusion is not None)
+    names += ["annotators.png"] * (figure is not None) + ["fit.nc"]
+    _planned_report(out, entries, names)
+    info = {"crowd_models_version": _package_version(),
+            "family": family.__name__.rsplit(".", 1)[-1], "variant": plan.variant,
+            "method": args.method, "priors": _priors_record(family, plan, options),
+            "command": shlex.join(["crowd-models", *(argv or [])])}
+    if args.continuous:
+        info.update(bias=int(args.bias), scale=int(args.scale))
+    if args.method == "nuts":
+        info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
+                    tune=plan.nuts["tune"], chains=plan.nuts["chains"])
+        if plan.nuts["seed"] is not None:
+            info["random_seed"] = plan.nuts["seed"]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out / "annotators.csv")
+        items.to_csv(out / "items.csv")
+        if coefficients is not None:
+            coefficients.to_csv(out / "coefficients.csv")
+        if confusion is not None:
+            confusion.to_csv(out / "gold_confusion.csv")
+        if figure is not None:
+            import matplotlib.pyplot as plt
+
+            figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+            plt.close(figure)
+        _write_fit(fit, out / "fit.nc", info)
+    except OSError as err:
+        raise OutputError(f"could not write the report to {str(out)!r}: "
+                          f"{err.strerror or err}") from None
+    progress.done()
+    if plan.model in BINARY_MODELS:
+        print(f"positive class: {ann.classes[1]!r} (sensitivity: its rate of positive labels; "
+              f"--positive to change)")
+    with pd.option_context("display.max_rows", 60, "display.width", 120):
+        shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
+        print(shown.round(3).to_string())
+    if conditional:
+        print("(precision, noise sd and bias intervals: 90% conditional posteriors given the EM "
+              "fit's other parameters; --method nuts for the full posterior)")
+    if args.continuous:
+        scores = _continuous_scores(items)
+        if scores:
+            print(scores)
+    elif confusion is not None:
+        n_gold = int(confusion.to_numpy().sum())
+        accuracy = float(np.trace(confusion.to_numpy()) / n_gold)
+        print(f"accuracy against gold ({n_gold} items): {accuracy:.4f}")
+        print("gold (rows) x estimated (columns):")
+        print(confusion.to_string())
+    if coefficients is not None and plan.model == "feature-accuracy" and args.method != "nuts":
+        nonzero = (coefficients.filter(like="_mean").abs() > 1e-8).sum()
+        print("non-zero coefficients at the mode: " + ", ".join(
+            f"{name.removesuffix('_mean')} {n} of {len(coefficients)}"
+            for name, n in nonzero.items()))
+    if diagnostics is not None:
+        _print_diagnostics(diagnostics)
+    print("wrote: " + ", ".join(str(out / n) for n in names))
+    return 0
+
+
+def run_demo(args, argv=None) -> int:
+    out = Path(args.out)
+    entries = _check_out(out, args.force)
+    import crowd_models as cm
+    from crowd_models import report
+    from crowd_models.models import two_coin
+
+    draws, tune, chains = (300, 300, 2) if args.quick else (1000, 1000, 4)
+    progress = _Progress(5)
+    progress.step("loading the RTE crowd labels (Snow et al. 2008)")
+    ann = cm.datasets.load_rte()
+    print(f"      {ann}")
+    mv = cm.majority_vote(ann, hard=True, ties="random", rng=0)
+    progress.step("EM (Raykar et al. 2009)")
+    em_fit = two_coin.em(ann)
+    progress.step("MAP with PyMC (compiles the model once)")
+    model = two_coin.build_model(ann)
+    map_fit = cm.fit_map(model)
+    progress.step(f"NUTS: {chains} chains x {draws} draws")
+    idata = cm.sample(model, draws=draws, tune=tune, chains=chains, random_seed=2009,
+                      start=map_fit, progressbar=False)
+    diagnostics = nuts_diagnostics(idata)
+    progress.step(f"writing the report to {out}")
+    names = ["annotators.csv", "items.csv", "annotators.png", "fit.nc"]
+    _planned_report(out, entries, names)
+    summary = report.annotator_summary(idata, rank_by="weight_mean")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    info = {"crowd_models_version": _package_version(), "family": "two_coin", "variant": "",
+            "method": "nuts", "priors": dict(two_coin.DEFAULT_PRIORS),
+            "command": shlex.join(["crowd-models", *(argv or [])]),
+            **_diagnostic_attrs(diagnostics), "draws": draws, "tune": tune, "chains": chains,
+            "random_seed": 2009}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        summary.to_csv(out / "annotators.csv")
+        report.item_table(idata, ann).to_csv(out / "items.csv")
+        ax = report.plot_annotators(idata, label_top=5)
+        ax.figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+        plt.close(ax.figure)
+        _write_fit(idata, out / "fit.nc", info)
+    except OSError as err:
+        raise OutputError(f"could not write the report to {str(out)!r}: "
+                          f"{err.strerror or err}") from None
+    progress.done()
+
+    print("\nAccuracy against the gold labels (800 items):")
+    rows = [
+        ("majority vote (ties at random)", report.accuracy(mv, ann)),
+        ("two-coin EM", report.accuracy(em_fit, ann)),
+        ("two-coin MAP (PyMC)", report.accuracy(map_fit, ann)),
+        ("two-coin NUTS posterior mean", report.accuracy(idata, ann)),
+    ]
+    for name, acc in rows:
+        print(f"  {name:<32} {acc:.4f}")
+    busy = summary[summary["n_labels"] >= 100]
+    cols = ["n_labels", "sensitivity_mean", "sensitivity_lower", "sensitivity_upper",
+            "specificity_mean", "specificity_lower", "specificity_upper", "weight_mean"]
+    print(f"\nAnnotators with at least 100 labels, best first "
+          f"(posterior mean and 90% interval), {len(busy)} of {len(summary)}:")
+    with pd.option_context("display.width", 160):
+        print(busy[cols].round(3).to_string())
+    print()
+    _print_diagnostics(diagnostics)
+    print(f"Report written to {out.resolve()}: annotators.csv, items.csv, annotators.png, fit.nc")
+    return 0

@@ -1,0 +1,300 @@
+"""Reading the labels, features and gold files, and checking what the family
+needs of them, before any fitting."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowd_models.cli._options import PRIORS, InputError, _names, _Plan
+
+
+# ------------------------------------------------------------------- input
+def _check_input_file(path: str, what: str) -> None:
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise InputError(f"{what} file {path!r} does not exist.")
+        if p.is_dir():
+            raise InputError(f"{what} file {path!r} is a directory; give the CSV file itself.")
+    except OSError as err:
+        raise InputError(f"{what} file {path!r} cannot be read: {err.strerror or err}.") from None
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{what} file {path!r} cannot be read (permission denied).")
+
+
+def _read_csv(path: str, what: str, **kwargs) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kwargs)
+    except FileNotFoundError:
+        raise InputError(f"{what} file {path!r} does not exist.") from None
+    except (IsADirectoryError, PermissionError) as err:
+        raise InputError(f"{what} file {path!r} cannot be read: {err.strerror}.") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"{what} file {path!r} is not a readable CSV: {first}") from None
+
+
+_SEPARATORS = (",", ";", "\t", "|")
+
+
+def _sniff_sep(path: str, sep: str) -> str:
+    """The separator of a features or gold file: ``sep`` (``--sep``) when its
+    header line holds it (or holds no separator), else the one separator among
+    ``, ; tab |`` that the header holds."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline()
+    except OSError:
+        return sep  # read_csv reports it
+    if sep in header:
+        return sep
+    found = [c for c in _SEPARATORS if c in header]
+    return found[0] if len(found) == 1 else sep
+
+
+def _sep_hint(df: pd.DataFrame, sep: str) -> str | None:
+    """A hint when a file read with ``sep`` came out as one column whose name
+    holds another separator."""
+    if df.shape[1] != 1:
+        return None
+    header = str(df.columns[0])
+    for candidate, shown in ((";", "';'"), ("\t", "'\\t'"), ("|", "'|'"), (",", "','")):
+        if candidate != sep and candidate in header:
+            return (f"the file was read as one column named {header!r}, so it is probably "
+                    f"separated by {shown}: pass --sep {shown}")
+    return None
+
+
+def _check_columns(df: pd.DataFrame, what: str, columns: dict, sep: str) -> None:
+    """Name a wrong separator when expected columns are missing."""
+    for role, col in columns.items():
+        if col not in df.columns:
+            hint = _sep_hint(df, sep)
+            if hint:
+                raise InputError(f"column {col!r} ({role}) is not in the {what}; {hint}.")
+
+
+def _ids_like_labels(ids: pd.Index, df: pd.DataFrame, item: str, what: str) -> pd.Index:
+    """Ids read from another file, converted to the type of the labels' item ids
+    (ids read from two files must compare equal)."""
+    if item not in df.columns:
+        return ids
+    try:
+        return ids.astype(df[item].dtype)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{what} cannot be read as the type of the labels' {item!r} column "
+            f"({df[item].dtype})."
+        ) from None
+
+
+def _strip_text(values: pd.Series) -> pd.Series:
+    return values.map(lambda v: v.strip() if isinstance(v, str) else v)
+
+
+def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
+    path = args.gold
+    sep = _sniff_sep(path, sep)
+    g = _read_csv(path, "gold", sep=sep)
+    item = args.gold_item or args.item
+    _check_columns(g, f"gold file {path!r}", {"the item ids": item}, sep)
+    if item not in g.columns:
+        raise InputError(f"gold file {path!r} has no column {item!r} for the item ids (name it "
+                         f"with --gold-item); its columns are {_names(g.columns, 12)}.")
+    if args.gold_label:
+        label = args.gold_label
+        if label not in g.columns:
+            raise InputError(f"gold file {path!r} has no column {label!r} (--gold-label); its "
+                             f"columns are {_names(g.columns, 12)}.")
+    else:
+        label = next((c for c in ("gold", args.label) if c in g.columns and c != item), None)
+        if label is None:
+            raise InputError(f"gold file {path!r} has no column 'gold' or {args.label!r} for "
+                             f"the gold labels; name it with --gold-label (its columns are "
+                             f"{_names(g.columns, 12)}).")
+    if label == item:
+        raise InputError(f"--gold-item and --gold-label are both {item!r}; the gold file needs "
+                         f"a column of item ids and another of gold labels.")
+    ids = g[item]
+    missing = ids.isna().to_numpy()
+    if missing.any():
+        raise InputError(f"gold file {path!r} has no item id on {missing.sum()} row(s), e.g. "
+                         f"line(s) {_names(np.flatnonzero(missing)[:5] + 2)}; fill in or drop "
+                         f"those rows.")
+    if args.strip:
+        ids = _strip_text(ids)
+    dup = ids[ids.duplicated()]
+    if len(dup):
+        raise InputError(f"gold file {path!r} lists item(s) {_names(dup.unique())} more than "
+                         f"once; give one gold label per item.")
+    index = _ids_like_labels(pd.Index(ids), df, args.item, f"the gold file's {item!r} column")
+    if args.item in df.columns:
+        labelled = df[args.item].dropna()
+        labelled = _strip_text(labelled) if args.strip else labelled
+        if len(index) and not index.isin(labelled).any():
+            raise InputError(
+                f"none of the {len(index)} item ids of the gold file {path!r} (column {item!r}, "
+                f"e.g. {_names(index[:3], 3)}) is an item id of the labels (e.g. "
+                f"{_names(pd.unique(labelled)[:3], 3)}); check --gold-item and the ids.")
+    values = _gold_like_labels(g[label], df, args.label,
+                               f"column {label!r} of the gold file {path!r}", first_line=2)
+    return pd.Series(values.to_numpy(), index=index, name="gold")
+
+
+def _gold_like_labels(values: pd.Series, df: pd.DataFrame, label: str, what: str,
+                      first_line: int | None = None) -> pd.Series:
+    """Gold labels as numbers when the labels are numbers: one word in a column
+    makes pandas read all of it as text."""
+    if label not in df.columns or not pd.api.types.is_numeric_dtype(df[label]) or (
+            pd.api.types.is_numeric_dtype(values)):
+        return values
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = (values.notna() & numbers.isna()).to_numpy()
+    if bad.any():
+        where = (f" (line(s) {_names(np.flatnonzero(bad)[:5] + first_line)})"
+                 if first_line is not None else "")
+        raise InputError(
+            f"{what} holds {_names(pd.unique(values[bad]))}{where}, which are not numbers, but "
+            f"the labels in column {label!r} are numbers; correct those gold labels, or leave "
+            f"them empty where the gold label is unknown.")
+    return numbers
+
+
+def _gold_from_column(args, df: pd.DataFrame) -> pd.Series:
+    col, item = args.gold_column, args.item
+    if col not in df.columns:
+        raise InputError(f"--gold-column {col!r} is not a column of the labels; their columns "
+                         f"are {_names(df.columns, 12)}.")
+    if item not in df.columns:  # the parser names the missing item column
+        return None
+    sub = df[[item, col]]
+    if args.strip:
+        sub = sub.apply(_strip_text)
+    known = sub[sub[col].notna() & sub[item].notna()]
+    if known.empty:
+        raise InputError(f"--gold-column {col!r} is empty on every row: there are no gold "
+                         f"labels.")
+    counts = known.groupby(item, sort=False)[col].nunique()
+    clash = counts.index[counts > 1]
+    if len(clash):
+        raise InputError(f"--gold-column {col!r} gives item(s) {_names(clash)} different gold "
+                         f"labels on different rows; give each item one gold label (or leave "
+                         f"it empty).")
+    first = known.drop_duplicates(item)
+    values = _gold_like_labels(first[col], df, args.label, f"--gold-column {col!r}")
+    return pd.Series(values.to_numpy(), index=pd.Index(first[item]), name="gold")
+
+
+def _numeric_classes(names: list[str], label: str) -> list:
+    values = []
+    for name in names:
+        try:
+            values.append(pd.to_numeric(name))
+        except (TypeError, ValueError):
+            raise InputError(f"--classes: column {label!r} holds numbers, so each class must be "
+                             f"a number; {name!r} is not.") from None
+    for i, value in enumerate(values):
+        for j in range(i):
+            if values[j] == value:
+                raise InputError(f"--classes names the number {names[j]!r} twice (as "
+                                 f"{names[j]!r} and {names[i]!r}); name each class once.")
+    return values
+
+
+def _load(args, plan: _Plan):
+    import crowd_models as cm
+
+    df = _read_csv(args.labels, "labels", sep=plan.sep)
+    _check_columns(df, "labels", {"the item column": args.item,
+                                  "the annotator column": args.annotator,
+                                  "the label column": args.label}, plan.sep)
+    features = None
+    if args.features:
+        features = _read_csv(args.features, "features", index_col=0,
+                             sep=_sniff_sep(args.features, plan.sep))
+        features.index = _ids_like_labels(features.index, df, args.item,
+                                          "the features' first column (item ids)")
+    gold = None
+    if args.gold:
+        gold = _gold_from_file(args, df, plan.sep)
+    elif args.gold_column:
+        gold = _gold_from_column(args, df)
+    kwargs = dict(item=args.item, annotator=args.annotator, label=args.label,
+                  features=features, gold=gold, strip=args.strip)
+    if args.continuous:
+        if args.label in df.columns and not pd.api.types.is_numeric_dtype(df[args.label]):
+            values = df[args.label]
+            bad = values[pd.to_numeric(values, errors="coerce").isna() & values.notna()]
+            if len(bad):
+                raise InputError(
+                    f"--continuous needs numeric labels, but column {args.label!r} holds "
+                    f"{len(bad)} non-numeric value(s), e.g. {bad.iloc[0]!r} (row "
+                    f"{bad.index[0]}); fix them or drop --continuous for class labels."
+                )
+            df[args.label] = pd.to_numeric(values)
+        return cm.Annotations.from_frame(df, continuous=True, **kwargs)
+    classes = plan.classes
+    if classes is not None and args.label in df.columns and pd.api.types.is_numeric_dtype(
+            df[args.label]):
+        classes = _numeric_classes(classes, args.label)
+    return cm.Annotations.from_frame(df, classes=classes, **kwargs)
+
+
+def _integer_level(value) -> bool:
+    if isinstance(value, str | bool | np.bool_):
+        return False
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isfinite(number) and number == int(number))
+
+
+def _check_family_data(ann, plan: _Plan) -> None:
+    """What the family needs of the parsed data, checked before fitting."""
+    from crowd_models._text import listing
+
+    if not ann.continuous:
+        K = ann.n_classes
+        if plan.model in ("two-coin", "feature-accuracy") and K != 2:
+            raise InputError(
+                f"--model {plan.model} needs exactly 2 classes; the labels have {K}: "
+                f"{listing(ann.classes)}. Use --model dawid-skene for more classes (or --model "
+                f"ordinal for ordered levels), or --classes to name the two.")
+        if plan.model == "ordinal":
+            words = [c for c in ann.classes if not _integer_level(c)]
+            if words:
+                raise InputError(
+                    f"--model ordinal needs integer levels as labels; found non-integer "
+                    f"level(s) {listing(words)} among the classes {listing(ann.classes)}. "
+                    f"Recode the labels to 1..{K} in their order.")
+            levels = [int(float(c)) for c in ann.classes]
+            if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
+                raise InputError(
+                    f"--model ordinal needs the levels in increasing order, got "
+                    f"{listing(levels)}; give --classes in increasing order or recode the "
+                    f"labels to 1..{K}.")
+        for prior in PRIORS:
+            value = plan.priors.get(prior.name)
+            kind = (prior.spec(plan.model, plan.variant) or ("",))[0]
+            if kind == "concentration" and isinstance(value, tuple) and len(value) != K:
+                raise InputError(
+                    f"{prior.flag}: give one concentration or {K} (one per class, in the class "
+                    f"order {listing(ann.classes)}), got {len(value)}.")
+
+
+def _with_positive(ann, positive: str | None):
+    """The annotations with the class named by ``--positive`` (as text) second."""
+    if positive is None:
+        return ann
+    from crowd_models._text import listing
+
+    matches = [c for c in ann.classes if str(c) == positive]
+    if not matches:
+        raise InputError(f"--positive {positive!r} is not one of the classes "
+                         f"{listing(ann.classes)}; name one of them.")
+    return ann.with_positive(matches[0])

@@ -1,0 +1,418 @@
+"""The command line's options: constants, errors, prior flags, and the plan
+checked from the arguments before any file is read."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+EXIT_INPUT = 2
+EXIT_OUTPUT = 1
+
+REPORT_FILES = ("annotators.csv", "items.csv", "coefficients.csv", "gold_confusion.csv",
+                "annotators.png", "fit.nc")
+"""Every file a report may write; ``--force`` replaces these and nothing else."""
+
+VARIANTS = {
+    "two-coin": (),
+    "dawid-skene": ("full", "one_coin", "hierarchical"),
+    "ordinal": ("cumulative", "latent"),
+    "continuous": ("gaussian", "student_t"),
+    "feature-accuracy": (),
+}
+"""``--variant`` names per ``--model``, the default first (the families'
+``VARIANTS``; for continuous, its ``NOISES``)."""
+
+_VARIANT_KEYWORD = {"dawid-skene": "variant", "ordinal": "variant", "continuous": "noise"}
+"""The keyword of ``build_model``/``em`` that takes the variant."""
+
+WITHOUT_EM = frozenset({("dawid-skene", "hierarchical"), ("ordinal", "latent"),
+                        ("continuous", "student_t")})
+"""(model, variant) pairs whose family has no EM: MAP or NUTS only."""
+
+NUTS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
+
+BINARY_MODELS = ("two-coin", "feature-accuracy")
+"""Families with a positive class (``--positive``)."""
+
+RHAT_LIMIT = 1.01
+"""r-hat above this gets a warning after NUTS (Vehtari et al. 2021)."""
+ESS_PER_CHAIN = 100
+"""Bulk ESS below this times the number of chains gets a warning after NUTS."""
+
+
+class InputError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
+
+
+class OutputError(Exception):
+    """The report could not be written: reported in one line, exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors as one line (argparse prints the usage first)."""
+
+    def error(self, message):
+        raise InputError(f"{message} (see '{self.prog} --help')")
+
+
+class _Progress:
+    """Prints numbered steps with their wall time, so long steps are visible."""
+
+    def __init__(self, n_steps: int):
+        self.n = n_steps
+        self.i = 0
+        self.t = None
+
+    def step(self, text: str) -> None:
+        self.done()
+        self.i += 1
+        print(f"[{self.i}/{self.n}] {text} ...", flush=True)
+        self.t = time.perf_counter()
+
+    def done(self) -> None:
+        if self.t is not None:
+            print(f"      done in {time.perf_counter() - self.t:.1f} s", flush=True)
+            self.t = None
+
+
+# ------------------------------------------------------------------ messages
+_CLI_HINTS = (("strip=True", "--strip"), ("classes=[...]", "--classes"),
+              ("continuous=True", "--continuous"))
+"""Python-API advice in the library's messages and the command line's flag for it."""
+
+
+def _one_line(text: str) -> str:
+    """The message on one line, with the command line's flag beside API advice."""
+    text = " ".join(str(text).split())
+    flags = [flag for api, flag in _CLI_HINTS if api in text and flag not in text]
+    if flags:
+        text += f" (on the command line: {', '.join(flags)})"
+    return text
+
+
+def _names(values, n: int = 5) -> str:
+    values = [str(v) for v in values]
+    shown = ", ".join(values[:n])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > n else "")
+
+
+@contextlib.contextmanager
+def _one_line_warnings():
+    """Show warnings as one ``warning: ...`` line each on stderr, without the
+    file and line that raised them; UserWarnings are always shown (once per
+    message and place)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        kind = "" if category is UserWarning else f"{category.__name__}: "
+        print(f"warning: {kind}{_one_line(str(message))}", file=sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", UserWarning)
+        warnings.showwarning = show
+        yield
+
+
+# ------------------------------------------------------------ the options
+@dataclass(frozen=True)
+class _Prior:
+    """A prior (or model setting) option: ``--name-with-dashes``, the keyword
+    ``name`` of the family's ``build_model``/``em``."""
+
+    name: str
+    metavar: str
+    text: str
+    where: dict = field(default_factory=dict)
+    """``"model"`` or ``"model/variant"`` -> (kind, needs, default as shown in --help);
+    needs: None, "features", "no-features", "bias" or "scale"."""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def spec(self, model: str, variant: str):
+        return self.where.get(f"{model}/{variant}") or self.where.get(model)
+
+
+_BETA = {"two-coin": ("beta", None, "3,2"), "ordinal/cumulative": ("beta", None, "3,2")}
+
+PRIORS = (
+    _Prior("sensitivity_prior", "A,B", "Beta prior of each annotator's sensitivity", _BETA),
+    _Prior("specificity_prior", "A,B", "Beta prior of each annotator's specificity", _BETA),
+    _Prior("prevalence_prior", "A,B|C",
+           "prior of the class shares (without --features): Beta A,B of the positive share "
+           "(of each threshold, ordinal cumulative) or a Dirichlet concentration C",
+           {"two-coin": ("beta", "no-features", "2,2"),
+            "ordinal/cumulative": ("beta", "no-features", "2,2"),
+            "dawid-skene": ("concentration", "no-features", "2"),
+            "ordinal/latent": ("concentration", None, "2")}),
+    _Prior("confusion_prior", "DIAG,OFF",
+           "Dirichlet pseudo-counts of each confusion row, DIAG on the diagonal and OFF on "
+           "every other cell", {"dawid-skene/full": ("diag_off", None, "3,1+1/(K-1)")}),
+    _Prior("accuracy_prior", "A,B", "Beta prior of each annotator's accuracy",
+           {"dawid-skene/one_coin": ("beta", None, "3,2")}),
+    _Prior("population_prior", "ADV,SD",
+           "diagonal advantage and sd (log-odds) of the population confusion",
+           {"dawid-skene/hierarchical": ("location_sd", None, "2,1.5")}),
+    _Prior("spread_prior", "S",
+           "HalfNormal scale of the annotators' spread around the population confusion",
+           {"dawid-skene/hierarchical": ("positive", None, "1")}),
+    _Prior("precision_prior", "SHAPE,RATE",
+           "Gamma prior of each annotator's precision, in units of the labels' sd (1,0: flat)",
+           {"continuous": ("gamma", None, "2,0.1")}),
+    _Prior("truth_precision_prior", "SHAPE,RATE",
+           "Gamma prior of the precision of the true values around their mean (1,0: flat)",
+           {"continuous": ("gamma", None, "2,0.1")}),
+    _Prior("bias_sd", "SD",
+           "prior sd of the annotators' biases (continuous, with --bias: in units of the "
+           "labels' sd; ordinal latent: in levels)",
+           {"continuous": ("positive", "bias", "1"), "ordinal/latent": ("positive", None, "1")}),
+    _Prior("scale_sd", "SD", "prior sd of the annotators' scales around 1 (with --scale)",
+           {"continuous": ("positive", "scale", "0.5")}),
+    _Prior("noise_prior", "SHAPE,RATE", "Gamma prior of each annotator's noise (in levels)",
+           {"ordinal/latent": ("shape_rate", None, "2,1")}),
+    _Prior("coef_precision", "P",
+           "Gaussian prior precision of the classifier's coefficients, with --features (0: "
+           "flat; dawid-skene needs > 0)",
+           {"two-coin": ("nonnegative", "features", "1"),
+            "ordinal/cumulative": ("nonnegative", "features", "1"),
+            "dawid-skene": ("positive", "features", "1"),
+            "continuous": ("nonnegative", "features", "1")}),
+    _Prior("nu", "NU", "degrees of freedom of the annotators' Student-t noise",
+           {"continuous/student_t": ("positive", None, "4")}),
+)
+"""The prior options of ``fit``; ``--penalty`` (feature-accuracy) has its own."""
+
+_KINDS = {
+    # kind: (how many numbers (None: one or more), an example, test, what it needs)
+    "beta": (2, "3,2", lambda v: min(v) >= 1,
+             "a Beta prior needs A >= 1 and B >= 1 (1,1 is flat)"),
+    "diag_off": (2, "3,1.5", lambda v: min(v) >= 1,
+                 "Dirichlet pseudo-counts must be >= 1 (1,1 is flat)"),
+    "gamma": (2, "2,0.1", lambda v: v[0] >= 1 and v[1] >= 0 and not (v[0] > 1 and v[1] == 0),
+              "a Gamma prior needs SHAPE >= 1 and RATE >= 0, and RATE > 0 unless SHAPE is 1 "
+              "(1,0 is flat)"),
+    "shape_rate": (2, "2,1", lambda v: min(v) > 0, "SHAPE and RATE must be > 0"),
+    "location_sd": (2, "2,1.5", lambda v: v[1] > 0, "the SD (second number) must be > 0"),
+    "concentration": (None, "2", lambda v: min(v) >= 1,
+                      "a Dirichlet concentration must be >= 1 (1 is flat)"),
+    "positive": (1, "1", lambda v: v[0] > 0, "it must be > 0"),
+    "nonnegative": (1, "1", lambda v: v[0] >= 0, "it must be >= 0 (0 is flat)"),
+}
+
+
+def _parse_prior(text: str, flag: str, kind: str):
+    count, example, ok, needs = _KINDS[kind]
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: give numbers separated by commas, e.g. "
+                         f"{flag} {example}.") from None
+    if count is not None and len(values) != count:
+        raise InputError(f"{flag} {text!r}: give {count} number{'s' * (count > 1)}"
+                         f"{' separated by a comma' * (count > 1)}, e.g. {flag} {example}; "
+                         f"got {len(values)}.")
+    if not all(np.isfinite(values)):
+        raise InputError(f"{flag} {text!r}: the numbers must be finite.")
+    if not ok(values):
+        raise InputError(f"{flag} {text!r}: {needs}.")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _where_text(prior: _Prior) -> str:
+    places = []
+    for key in prior.where:
+        model, _, variant = key.partition("/")
+        places.append(f"--model {model}" + (f" --variant {variant}" if variant else ""))
+    return places[0] if len(places) == 1 else ", ".join(places[:-1]) + " or " + places[-1]
+
+
+def _model_text(model: str, variant: str) -> str:
+    return f"--model {model}" + (f" --variant {variant}" if VARIANTS[model] else "")
+
+
+def _check_needs(flag: str, needs, args) -> None:
+    if needs == "features" and not args.features:
+        raise InputError(f"{flag} applies with --features only (it is a prior of the "
+                         f"classifier of the features).")
+    if needs == "no-features" and args.features:
+        raise InputError(f"{flag} does not apply with --features: the class shares then come "
+                         f"from the classifier of the features (see --coef-precision).")
+    if needs == "bias" and not args.bias:
+        raise InputError(f"{flag} applies with --bias (it is the prior of the annotators' "
+                         f"biases); add --bias.")
+    if needs == "scale" and not args.scale:
+        raise InputError(f"{flag} applies with --scale (it is the prior of the annotators' "
+                         f"scales); add --scale.")
+
+
+def _prior_options(args, model: str, variant: str) -> dict:
+    """The prior options given, parsed and checked against --model and --variant."""
+    out = {}
+    for prior in PRIORS:
+        text = getattr(args, prior.name)
+        if text is None:
+            continue
+        spec = prior.spec(model, variant)
+        if spec is None:
+            raise InputError(f"{prior.flag} applies to {_where_text(prior)}, not "
+                             f"{_model_text(model, variant)}.")
+        kind, needs, _ = spec
+        _check_needs(prior.flag, needs, args)
+        out[prior.name] = _parse_prior(text, prior.flag, kind)
+    return out
+
+
+def _variant(args) -> str:
+    known = VARIANTS[args.model]
+    if args.variant is None:
+        return known[0] if known else ""
+    if not known:
+        raise InputError(f"--model {args.model} has no variants; drop --variant {args.variant}.")
+    name = args.variant.replace("-", "_")
+    if name not in known:
+        raise InputError(f"--variant {args.variant!r} is not a variant of --model {args.model}; "
+                         f"choose one of {', '.join(known)}.")
+    return name
+
+
+def _separator(text: str) -> str:
+    if text in ("\\t", "tab", "\t"):
+        return "\t"
+    if len(text) != 1 or text in ('"', "\n", "\r"):
+        raise InputError(f"--sep {text!r}: give one character, e.g. --sep ';', or \\t (or tab) "
+                         f"for tabs.")
+    return text
+
+
+def _class_names(text: str, strip: bool) -> list[str]:
+    """``--classes``: two or more distinct, non-empty names."""
+    names = text.split(",")
+    if strip:
+        names = [n.strip() for n in names]
+    empty = [i + 1 for i, n in enumerate(names) if not n.strip()]
+    if empty:
+        raise InputError(f"--classes {text!r} has an empty entry (entry {empty[0]} of "
+                         f"{len(names)}); give the class names separated by commas, e.g. "
+                         f"--classes 0,1 or --classes benign,malignant.")
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"--classes {text!r} names {name!r} twice; name each class once.")
+        seen.add(name)
+    if len(names) < 2:
+        raise InputError(f"--classes {text!r} names one class; give at least two, separated by "
+                         f"commas.")
+    return names
+
+
+def _count(args, name: str, minimum: int):
+    value = getattr(args, name)
+    if value is None:
+        return None
+    if value < minimum:
+        what = {"draws": "draws per chain", "tune": "tuning steps per chain",
+                "chains": "the number of chains", "seed": "the random seed"}[name]
+        bound = "a positive integer" if minimum == 1 else "0 or more"
+        raise InputError(f"--{name} must be {bound} ({what}), got {value}.")
+    return value
+
+
+def _penalties(text: str | None, model: str) -> list[float] | None:
+    """``--penalty``: one or more positive rates; only for feature-accuracy
+    (None: the family's default)."""
+    if text is None:
+        return None
+    if model != "feature-accuracy":
+        raise InputError(f"--penalty applies to --model feature-accuracy, not {model}.")
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"--penalty {text!r}: give positive numbers separated by commas, "
+                         f"e.g. 0.5,1,2.") from None
+    if not all(np.isfinite(v) and v > 0 for v in values):
+        raise InputError(f"--penalty {text!r}: every rate must be a positive number.")
+    return values
+
+
+@dataclass
+class _Plan:
+    """What ``fit`` will do, decided from the arguments alone."""
+
+    model: str
+    variant: str
+    has_em: bool
+    options: dict
+    priors: dict
+    penalties: list | None
+    classes: list | None
+    sep: str
+    nuts: dict
+
+    def n_steps(self, method: str) -> int:
+        return 2 + self.has_em + (method in ("map", "nuts")) + (method == "nuts")
+
+
+def _plan(args) -> _Plan:
+    """Check the arguments and their combinations (no file is read)."""
+    if args.model == "continuous":
+        args.continuous = True
+    elif args.continuous:
+        if args.model != "two-coin":  # the default: --continuous alone picks the family
+            raise InputError(
+                f"--continuous fits the continuous family; it cannot be combined with "
+                f"--model {args.model}.")
+        args.model = "continuous"
+    model = args.model
+    variant = _variant(args)
+    options = {}
+    if model in _VARIANT_KEYWORD:
+        options[_VARIANT_KEYWORD[model]] = variant
+    if args.continuous:
+        options.update(bias=args.bias, scale=args.scale)
+    elif args.bias or args.scale:
+        raise InputError("--bias and --scale apply to continuous labels; add --continuous.")
+    if args.continuous and args.classes:
+        raise InputError("--classes does not apply to continuous labels; drop it.")
+    if args.positive is not None and model not in BINARY_MODELS:
+        raise InputError(f"--positive names the positive class of a binary model "
+                         f"({', '.join(BINARY_MODELS)}); --model {model} has no positive "
+                         f"class. Drop --positive.")
+    if model == "feature-accuracy" and not args.features:
+        raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
+                         "accuracy depends on the items' features.")
+    if (model, variant) == ("ordinal", "latent") and args.features:
+        raise InputError("--variant latent of --model ordinal has no classifier of the "
+                         "features; drop --features or use --variant cumulative.")
+    has_em = (model, variant) not in WITHOUT_EM
+    if args.method == "em" and not has_em:
+        raise InputError(f"--variant {variant} of --model {model} has no EM; use --method map "
+                         f"or --method nuts.")
+    priors = _prior_options(args, model, variant)
+    penalties = _penalties(args.penalty, model)
+    nuts = {}
+    for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1), ("seed", 0)):
+        value = _count(args, name, minimum)
+        if value is not None and args.method != "nuts":
+            raise InputError(f"--{name} applies to --method nuts, not --method {args.method}.")
+        nuts[name] = NUTS_DEFAULTS.get(name) if value is None else value
+    if args.gold and args.gold_column:
+        raise InputError("give gold labels either as a file (--gold) or as a column of the "
+                         "labels (--gold-column), not both.")
+    for flag, value in (("--gold-item", args.gold_item), ("--gold-label", args.gold_label)):
+        if value is not None and not args.gold:
+            raise InputError(f"{flag} names a column of the gold file; add --gold G.csv.")
+    if args.gold_column is not None and args.gold_column in (args.item, args.annotator,
+                                                              args.label):
+        raise InputError(f"--gold-column {args.gold_column!r} is also the item, annotator or "
+                         f"label column; name the column that holds the gold labels.")
+    classes = _class_names(args.classes, args.strip) if args.classes else None
+    return _Plan(model=model, variant=variant, has_em=has_em, options={**options, **priors},
+                 priors=priors, penalties=penalties, classes=classes,
+                 sep=_separator(args.sep), nuts=nuts)

@@ -1,0 +1,260 @@
+"""The report folder, the fit file, the figure and the NUTS diagnostics."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowd_models.cli._options import (
+    ESS_PER_CHAIN,
+    REPORT_FILES,
+    RHAT_LIMIT,
+    InputError,
+    _names,
+)
+
+
+# ------------------------------------------------------------------ output
+def _check_out(out: Path, force: bool) -> list[str]:
+    """The names in the output folder (empty when it does not exist yet);
+    refuses a file, an unwritable place, or a non-empty folder without --force."""
+    shown = str(out)
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out {shown!r} is an existing file, not a folder; give a folder "
+                             f"for the report (it is created if missing).")
+        if out.is_dir():
+            entries = sorted(p.name for p in out.iterdir())
+            if not os.access(out, os.W_OK | os.X_OK):
+                raise InputError(f"--out {shown!r} is not writable (no permission to write in "
+                                 f"it); give another folder.")
+            if entries and not force:
+                raise InputError(f"--out {shown!r} is not empty (it holds {_names(entries)}); "
+                                 f"give a new or empty folder, or pass --force to replace the "
+                                 f"report's files in it.")
+            blocked = [n for n in REPORT_FILES if (out / n).is_dir()]
+            if blocked:
+                raise InputError(f"--out {shown!r} holds a folder named {blocked[0]!r} where the "
+                                 f"report writes a file; move it or give another folder.")
+            return entries
+        parent = out
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    except OSError as err:
+        raise InputError(f"--out {shown!r} cannot be used: {err.strerror or err}.") from None
+    if not parent.is_dir():
+        raise InputError(f"--out {shown!r} cannot be created: {str(parent)!r} is a file, not a "
+                         f"folder.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"--out {shown!r} cannot be created: no permission to write in "
+                         f"{str(parent)!r}.")
+    return []
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("crowd_models")
+    except PackageNotFoundError:
+        import crowd_models
+
+        return crowd_models.__version__
+
+
+def _json_default(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def netcdf_attrs(attrs: dict) -> dict:
+    """Attributes as netCDF can store them: lists, tuples, dicts, booleans and
+    None become JSON text, named (with ``stages``, already JSON) in
+    ``json_attrs``."""
+    out, as_json = {}, []
+    for key, value in attrs.items():
+        if isinstance(value, list | tuple | dict | bool | np.bool_) or value is None:
+            out[key] = json.dumps(value, default=_json_default)
+            as_json.append(key)
+        else:
+            out[key] = value
+    if isinstance(out.get("stages"), str) and "stages" not in as_json:
+        as_json.append("stages")
+    out["json_attrs"] = json.dumps(sorted(as_json))
+    return out
+
+
+def _write_fit(fit, path: Path, info: dict) -> None:
+    saved = fit.copy()
+    saved.attrs = netcdf_attrs({**fit.attrs, **info})
+    saved.to_netcdf(path, engine="h5netcdf")
+
+
+def _planned_report(out: Path, entries: list[str], names: list[str]) -> None:
+    """Say which files of the folder the report replaces (--force) and which
+    report files of an earlier run stay."""
+    replaced = [n for n in names if n in entries]
+    stale = [n for n in REPORT_FILES if n in entries and n not in names]
+    if replaced:
+        print("      --force: replacing " + ", ".join(str(out / n) for n in replaced))
+    if stale:
+        print("      left in place, not part of this report: "
+              + ", ".join(str(out / n) for n in stale))
+
+
+# ---------------------------------------------------------------- reports
+def _continuous_scores(table: pd.DataFrame) -> str | None:
+    """Correlation and RMSE of the true-value means against gold, where known."""
+    if "gold" not in table:
+        return None
+    known = table["gold"].notna()
+    if known.sum() < 2:
+        return None
+    mean, gold = table.loc[known, "mean"], table.loc[known, "gold"]
+    corr = float(np.corrcoef(mean, gold)[0, 1])
+    rmse = float(np.sqrt(np.mean((mean - gold) ** 2)))
+    return f"against gold ({int(known.sum())} items): correlation {corr:.4f}, RMSE {rmse:.4g}"
+
+
+def _choose_penalty(ann, penalties: list[float]) -> float:
+    """The single rate, or the one the gold-free 5-fold disagreement score picks."""
+    if len(penalties) == 1:
+        return penalties[0]
+    from crowd_models.selection import select_penalty
+
+    print(f"      scoring {len(penalties)} penalties by 5-fold disagreement (no gold; "
+          f"EM with 5 restarts per fold) ...", flush=True)
+    try:
+        chosen = select_penalty(ann, penalties, rng=0, n_restarts=5)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    for line in chosen.scores.round(4).to_string().splitlines():
+        print("      " + line)
+    print(f"      chosen penalty: {chosen.penalty:g}")
+    return chosen.penalty
+
+
+def _annotator_figure(fit, table):
+    """The family's annotator figure (``annotators.png``), or None with the reason below.
+
+    two-coin: ROC space, best and worst annotators by weight named, markers sized
+    by labels; ordinal cumulative: one ROC panel per threshold; Dawid-Skene,
+    one-coin and ordinal latent: the pooled confusion then the worst and the most
+    uncertain annotators' (titled by group); continuous: bias against noise SD
+    with the table's intervals (EM's conditional ones where the table has them);
+    feature-accuracy: accuracy against labels, with its spread over the items.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from crowd_models import report
+    from crowd_models.inference import posterior_of
+
+    post = posterior_of(fit)
+    if "sensitivity" in post and "threshold" in post["sensitivity"].dims:
+        return report.plot_thresholds(fit, label_extremes=1)
+    if "sensitivity" in post:
+        return report.plot_annotators(fit, label_extremes=3).figure
+    if "confusion" in post:
+        recorded = "n_labels" in table and bool(table["n_labels"].notna().all())
+        return report.plot_confusion_groups(fit, n=2,
+                                            population=recorded or "confusion_mean" in post)
+    if "precision" in post and "true_value" in post:
+        return report.plot_bias_noise(fit, table=table, label_extremes=2).figure
+    if "accuracy_mean" in table:  # feature-accuracy: the family's own table has it
+        return report.plot_accuracy(fit, table=table, label_extremes=2).figure
+    # stacked Gaussian fits (not on the command line) have no annotator-quality
+    # parameter to plot: each annotator's base learner is a class-conditional
+    # Gaussian model, and the stacking weights come from annotator_weights,
+    # outside the fit; any other fit has nothing we know how to draw either
+    return None
+
+
+def nuts_diagnostics(fit) -> dict:
+    """ArviZ's convergence checks of a NUTS fit: the largest r-hat and the
+    smallest bulk ESS over every posterior variable (constant ones, whose
+    r-hat is undefined, are skipped), with the variables they belong to, the
+    number of divergent transitions and the label-switched chains that
+    :func:`crowd_models.sample` flagged (None when it did not check, e.g. for
+    continuous labels)."""
+    import arviz as az
+
+    from crowd_models.inference import posterior_of
+
+    post = posterior_of(fit)
+    keep = [n for n in post.data_vars if {"chain", "draw"} <= set(post[n].dims)
+            and np.issubdtype(post[n].dtype, np.number)]
+    post = post[keep]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # constant variables: 0 / 0
+        rhat = az.rhat(post)
+        ess = az.ess(post, method="bulk")
+
+    def extreme(ds, largest: bool):
+        best = (np.nan, "")
+        for name in ds.data_vars:
+            values = np.asarray(ds[name].values, dtype=float).ravel()
+            # where r-hat is undefined the draws are constant: no ESS either
+            values = values[np.isfinite(values) & np.isfinite(
+                np.asarray(rhat[name].values, dtype=float).ravel())]
+            if values.size:
+                value = values.max() if largest else values.min()
+                if np.isnan(best[0]) or (value > best[0] if largest else value < best[0]):
+                    best = (float(value), str(name))
+        return best
+
+    max_rhat, rhat_var = extreme(rhat, True)
+    min_ess, ess_var = extreme(ess, False)
+    divergences = None
+    if "sample_stats" in fit.children and "diverging" in fit["sample_stats"].to_dataset():
+        divergences = int(np.asarray(fit["sample_stats"]["diverging"].values).sum())
+    switched = fit.attrs.get("label_switched_chains")
+    if switched is not None:
+        switched = [int(c) for c in np.atleast_1d(switched)]
+    return {"max_rhat": max_rhat, "max_rhat_variable": rhat_var, "min_ess_bulk": min_ess,
+            "min_ess_bulk_variable": ess_var, "divergences": divergences,
+            "label_switched_chains": switched, "chains": int(post.sizes.get("chain", 1))}
+
+
+def _print_diagnostics(diag: dict) -> None:
+    switched = diag["label_switched_chains"]
+    parts = [f"max r-hat {diag['max_rhat']:.3f} ({diag['max_rhat_variable']})",
+             f"min bulk ESS {diag['min_ess_bulk']:.0f} ({diag['min_ess_bulk_variable']})"]
+    if diag["divergences"] is not None:
+        parts.append(f"{diag['divergences']} divergences")
+    if switched is not None:
+        parts.append(f"label-switched chains: {switched if switched else 'none'}")
+    print("NUTS: " + ", ".join(parts))
+    warn = []
+    if diag["max_rhat"] > RHAT_LIMIT:
+        warn.append(f"max r-hat {diag['max_rhat']:.3f} > {RHAT_LIMIT} "
+                    f"({diag['max_rhat_variable']}): the chains disagree; run longer (--tune, "
+                    f"--draws) and check the label-switched chains.")
+    floor = ESS_PER_CHAIN * diag["chains"]
+    if diag["min_ess_bulk"] < floor:
+        warn.append(f"min bulk ESS {diag['min_ess_bulk']:.0f} < {floor} ({ESS_PER_CHAIN} per "
+                    f"chain, {diag['min_ess_bulk_variable']}): too few effective draws for "
+                    f"reliable means and intervals; raise --draws.")
+    if diag["divergences"]:
+        warn.append(f"{diag['divergences']} divergent transitions: NUTS could not follow the "
+                    f"posterior everywhere, so the draws may be biased.")
+    for line in warn:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def _diagnostic_attrs(diag: dict) -> dict:
+    out = {"max_rhat": diag["max_rhat"], "min_ess_bulk": diag["min_ess_bulk"]}
+    if diag["divergences"] is not None:
+        out["divergences"] = diag["divergences"]
+    if diag["label_switched_chains"] is not None:
+        out["label_switched_chains"] = diag["label_switched_chains"]
+    return out
