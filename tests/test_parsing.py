@@ -324,7 +324,7 @@ class TestMissingCodes:
         ([False, True], []),
     ])
     def test_the_documented_heuristic(self, classes, flagged):
-        from crowd_models.data import _missing_codes
+        from crowd_models._parsing import missing_codes as _missing_codes
 
         assert _missing_codes(classes) == flagged
 
