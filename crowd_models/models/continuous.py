@@ -626,7 +626,22 @@ def build_model(
     label_scale: float | None = None,
     quadrature_nodes: int = QUADRATURE_NODES,
 ) -> pm.Model:
-    """The continuous-label model in PyMC, true values integrated out.
+    r"""The continuous-label model in PyMC, true values integrated out.
+
+    .. math::
+
+        y_i &\sim \mathcal{N}(m_i, 1 / \text{truth\_precision}), \quad
+            m_i = \text{intercept} (+ x_i^\top \text{coef}) \\
+        \ell_{ij} \mid y_i &\sim \mathcal{N}(\text{bias}_j + \text{scale}_j y_i,
+            1 / \text{precision}_j) \quad \text{(or Student-t with } \nu
+            \text{ degrees of freedom)} \\
+        \text{precision}_j &\sim \mathrm{Gamma}(a, b), \quad
+        \text{bias} \sim \text{zero-sum } \mathcal{N}(0, \text{bias\_sd}), \quad
+        \text{scale} = 1 + \text{zero-sum } \mathcal{N}(0, \text{scale\_sd})
+
+    (bias and scale only when asked for), and the likelihood of item i
+    integrates :math:`y_i` out: in closed form (Gaussian noise) or by
+    Gauss-Hermite quadrature (Student-t).
 
     Parameters
     ----------

@@ -296,7 +296,24 @@ def build_model(
     coef_precision=DEFAULT_PRIORS["coef_precision"],
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
 ) -> pm.Model:
-    """The Dawid-Skene model in PyMC, true class summed out.
+    r"""The Dawid-Skene model in PyMC, true class summed out.
+
+    .. math::
+
+        z_i &\sim \mathrm{Categorical}(\pi_i), \quad
+            \pi_i = \text{prevalence} \text{ or }
+            \mathrm{softmax}(x_i^\top \text{coef} + \text{intercept}) \\
+        y_{ij} \mid z_i = k &\sim \mathrm{Categorical}(\text{confusion}_{jk\cdot}) \\
+        \text{full:} \quad \text{confusion}_{jk\cdot} &\sim \mathrm{Dirichlet}(\alpha_{jk}) \\
+        \text{one-coin:} \quad \text{confusion}_{jkl} &= \text{accuracy}_j [k = l]
+            + \tfrac{1 - \text{accuracy}_j}{K - 1} [k \ne l], \quad
+            \text{accuracy}_j \sim \mathrm{Beta}(a, b) \\
+        \text{hierarchical:} \quad \text{confusion}_{jk\cdot} &= \mathrm{softmax}(
+            \mu_{k\cdot} + \text{spread}_k \, \text{offset}_{jk\cdot})
+
+    (:math:`\mu` the population logits, zero-sum Normal plus a diagonal advantage;
+    offsets zero-sum standard Normal; spreads half-Normal), and the likelihood of
+    item i sums :math:`z_i` out.
 
     Parameters
     ----------

@@ -517,7 +517,18 @@ def build_model(
     slab_df: float = 4.0,
     positive=None,
 ) -> pm.Model:
-    """The feature-dependent accuracy model as a PyMC model, true labels summed out.
+    r"""The feature-dependent accuracy model as a PyMC model, true labels summed out.
+
+    .. math::
+
+        z_i &\sim \mathrm{Bernoulli}(\sigma(\text{intercept} + x_i^\top \text{coef})) \\
+        P(y_{ij} = z_i) &= \sigma(\text{accuracy\_intercept}_j
+            + x_i^\top \text{accuracy\_coef}) \\
+        \text{coef}, \text{accuracy\_coef} &\sim \mathrm{Laplace}(0, 1 / \lambda)
+            \text{ (or the regularised horseshoe)}, \quad
+        \text{intercepts} \sim \mathcal{N}(0, \tau^{-1})
+
+    and the likelihood of item i sums :math:`z_i` out.
 
     Parameters
     ----------

@@ -582,9 +582,20 @@ def build_model(
     mean_prior_scale=DEFAULT_PRIORS["mean_prior_scale"],
     covariance_prior=DEFAULT_PRIORS["covariance_prior"],
 ) -> pm.Model:
-    """The annotators' base learners in PyMC: a Gaussian class-conditional model
+    r"""The annotators' base learners in PyMC: a Gaussian class-conditional model
     per annotator, every annotator's labels observed (fully observed: no hidden
     truth; the stacking happens afterwards, :func:`stack_posterior`).
+
+    .. math::
+
+        \ell_{ij} &\sim \mathrm{Categorical}(\text{prevalence}_{j\cdot}), \quad
+        x_i \mid \ell_{ij} = g \sim \mathcal{N}(\text{class\_mean}_{jg},
+            \Sigma_{jg}), \quad
+        \Sigma_{jg} = \lambda D A D^\top \\
+        \text{prevalence}_{j\cdot} &\sim \mathrm{Dirichlet}(c), \quad
+        \text{class\_mean}_{jg} \sim \mathcal{N}(\bar x, s^2 I)
+
+    for each annotator j's labels :math:`\ell_{ij}` of the items it labelled.
 
     Parameters
     ----------

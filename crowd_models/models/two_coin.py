@@ -253,7 +253,20 @@ def build_model(
     intercept_precision=DEFAULT_PRIORS["intercept_precision"],
     positive=None,
 ) -> pm.Model:
-    """The two-coin model as a PyMC model, true labels summed out.
+    r"""The two-coin model as a PyMC model, true labels summed out.
+
+    .. math::
+
+        z_i &\sim \mathrm{Bernoulli}(p_i), \quad
+            p_i = \text{prevalence} \text{ or } \sigma(x_i^\top \text{coef}
+            + \text{intercept}) \\
+        y_{ij} \mid z_i = 1 &\sim \mathrm{Bernoulli}(\text{sensitivity}_j), \quad
+        y_{ij} \mid z_i = 0 \sim \mathrm{Bernoulli}(1 - \text{specificity}_j) \\
+        \text{sensitivity}_j &\sim \mathrm{Beta}(a, b), \quad
+        \text{specificity}_j \sim \mathrm{Beta}(a', b'), \quad
+        \text{coef} \sim \mathcal{N}(0, \Gamma^{-1})
+
+    and the likelihood of item i sums :math:`z_i` out.
 
     Parameters
     ----------
