@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test test-fast lint benchmark case-studies clean
+.PHONY: demo test test-fast lint benchmark case-studies mutate clean
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
@@ -29,6 +29,12 @@ benchmark: .venv/.synced
 
 case-studies: .venv/.synced
 	for script in case_studies/[!_]*.py; do $(UV) run --no-sync python $$script || exit 1; done
+
+# mutation testing of the core (not part of `make test`): plants small bugs in the
+# functions listed in tools/mutate.py, runs their fast tests, prints the survivors.
+# A limited run: make mutate MUTATE_ARGS="--only label_switch common --jobs 2"
+mutate: .venv/.synced
+	$(UV) run --no-sync python tools/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf .venv crowd_models_demo crowd_models_report

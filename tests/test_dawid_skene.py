@@ -108,6 +108,9 @@ def test_map_equals_em_with_softmax_classifier(sim4_features):
     for name in ("confusion", "coef", "intercept"):
         diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
         assert diff <= 1e-6, (name, diff)
+    # the EM's log posterior (its ZeroSumNormal priors included) is the model's
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-12)
     # sum-to-zero coefficients, as the ZeroSumNormal prior requires
     np.testing.assert_allclose(em_fit["coef"].values.sum(-1), 0, atol=1e-12)
 

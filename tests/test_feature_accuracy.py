@@ -105,12 +105,43 @@ def test_map_reproduces_em_with_exact_zeros(sim, em_fit, model, start):
         em_v = np.ravel(em_fit[name].values)
         map_v = np.ravel(map_fit.posterior[name].values)
         zero = em_v == 0
+        # reached: zeros below 1e-16, the rest within 1e-8, log posteriors 6e-11
         if zero.any():
-            assert np.abs(map_v[zero]).max() < 1e-4, name
-        assert np.abs(map_v[~zero] - em_v[~zero]).max() < 1e-3, name
-    rel = abs(map_fit.attrs["log_posterior"] / em_fit.attrs["log_posterior"] - 1)
-    assert rel < 1e-6
+            assert np.abs(map_v[zero]).max() < 1e-9, name
+        assert np.abs(map_v[~zero] - em_v[~zero]).max() < 1e-6, name
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-10)
     assert map_fit.log_likelihood["labels"].sizes["item"] == sim.n_items
+
+
+def test_em_fixed_point_satisfies_the_map_optimality_conditions(sim, em_fit):
+    """At the EM fixed point the log posterior's (sub)gradient vanishes: with mu the
+    item posteriors, sum_i (mu_i - p_i) = tau0 intercept for the truth intercept,
+    X'(mu - p) = penalty sign(coef) on the non-zero coefficients and is at most the
+    penalty in size on the zero ones; likewise for the accuracy regression on the
+    expected agreement indicators."""
+    tau0 = tau_a = fa.DEFAULT_PRIORS["intercept_precision"]
+    mu = em_fit["item_class_prob"].values[0, 0, :, 1]
+    X = sim.features
+    intercept, coef = em_fit["intercept"].values[0, 0], em_fit["coef"].values[0, 0]
+    alpha = em_fit["accuracy_intercept"].values[0, 0]
+    gamma = em_fit["accuracy_coef"].values[0, 0]
+
+    def check(grad, w):
+        on = w != 0
+        np.testing.assert_allclose(grad[on], PENALTY * np.sign(w[on]), atol=1e-6)
+        assert np.all(np.abs(grad[~on]) <= PENALTY + 1e-9)
+
+    resid = mu - expit(X @ coef + intercept)
+    np.testing.assert_allclose(resid.sum(), tau0 * intercept, atol=1e-6)
+    assert abs(tau0 * intercept) > 1e-3  # the intercept's prior is not negligible here
+    check(X.T @ resid, coef)
+    m = mu[sim.item_idx]
+    agree = np.where(sim.labels == 1, m, 1 - m)
+    acc_resid = agree - expit(alpha[sim.annotator_idx] + X[sim.item_idx] @ gamma)
+    np.testing.assert_allclose(np.bincount(sim.annotator_idx, acc_resid, sim.n_annotators),
+                               tau_a * alpha, atol=1e-6)
+    check(X[sim.item_idx].T @ acc_resid, gamma)
 
 
 def test_em_recovers_the_simulated_support(sim, em_fit):
@@ -368,11 +399,16 @@ def test_sparse_experts_case_study_runs():
                       result.stdout, re.MULTILINE)
     assert found, result.stdout[-3000:]
     em, sparse, mv = map(float, found.groups())
-    assert 0 < sparse < mv and 0 < em < 0.5
+    # fast mode, seeded: test risks (shares of misclassified items) of this run; a
+    # different BLAS may move a prediction or two, hence the tolerance of 1e-2
+    assert (em, sparse, mv) == pytest.approx((0.1500, 0.2010, 0.3010), abs=1e-2)
+    assert sparse < mv and em < mv
     found = re.search(r"^RESULT gi sparse=(\d\.\d+) mv=(\d\.\d+) majority=(\d\.\d+)$",
                       result.stdout, re.MULTILINE)
     assert found, result.stdout[-3000:]
-    assert all(0 <= float(v) <= 1 for v in found.groups())
+    # GI lesions, 76 items: 21/76 misclassified by both lasso fits, 10/76 by majority vote
+    gi = tuple(map(float, found.groups()))
+    assert gi == pytest.approx((21 / 76, 21 / 76, 10 / 76), abs=1e-4)
 
 
 @pytest.mark.slow

@@ -128,16 +128,38 @@ def test_class_probabilities_repair_and_counts():
     np.testing.assert_allclose(counts["most_negative"], -0.05)
 
 
-def test_em_is_k_minus_one_two_coin_ems(sim_cumulative):
+def test_em_is_a_fixed_point_of_each_thresholds_two_coin_em(sim_cumulative):
+    """Each threshold c is the two-coin problem "level > c": at the EM's answer an
+    E-step by Bayes' rule (written out here) gives ``exceed_prob``, and the
+    closed-form M-step with the Beta(3, 2) rate priors and the Beta(2, 2)
+    prevalence prior gives back the rates; the log posterior is the sum of the
+    K - 1 binary log posteriors, computed here from scratch."""
     fit = ordinal.em(sim_cumulative)
     assert fit.attrs["converged"]
     assert list(fit["threshold"].values) == [">1", ">2", ">3"]
+    ann = sim_cumulative
+    J, j, item = ann.n_annotators, ann.annotator_idx, ann.item_idx
+    total_lp = 0.0
     for c in range(3):
-        binary = cm.models.two_coin.em(ordinal.binary_annotations(sim_cumulative, c))
-        np.testing.assert_allclose(fit["sensitivity"].values[0, 0, :, c],
-                                   binary["sensitivity"].values[0, 0])
-        np.testing.assert_allclose(fit["exceed_prob"].values[0, 0, :, c],
-                                   binary["item_class_prob"].values[0, 0, :, 1])
+        y = (ann.labels > c).astype(float)
+        sens = fit["sensitivity"].values[0, 0, :, c]
+        spec = fit["specificity"].values[0, 0, :, c]
+        prev = fit["prevalence"].values[0, 0, c]
+        log_pos = np.full(ann.n_items, np.log(prev))
+        log_neg = np.full(ann.n_items, np.log1p(-prev))
+        np.add.at(log_pos, item, y * np.log(sens[j]) + (1 - y) * np.log1p(-sens[j]))
+        np.add.at(log_neg, item, (1 - y) * np.log(spec[j]) + y * np.log1p(-spec[j]))
+        mu = expit(log_pos - log_neg)
+        np.testing.assert_allclose(fit["exceed_prob"].values[0, 0, :, c], mu, atol=1e-9)
+        m = mu[item]
+        np.testing.assert_allclose(sens, (np.bincount(j, m * y, J) + 2)
+                                   / (np.bincount(j, m, J) + 3), atol=1e-8)
+        np.testing.assert_allclose(spec, (np.bincount(j, (1 - m) * (1 - y), J) + 2)
+                                   / (np.bincount(j, 1 - m, J) + 3), atol=1e-8)
+        np.testing.assert_allclose(prev, (mu.sum() + 1) / (ann.n_items + 2), atol=1e-9)
+        total_lp += (np.logaddexp(log_pos, log_neg).sum() + stats.beta.logpdf(prev, 2, 2)
+                     + stats.beta.logpdf(sens, 3, 2).sum() + stats.beta.logpdf(spec, 3, 2).sum())
+    np.testing.assert_allclose(fit.attrs["log_posterior"], total_lp, rtol=1e-12)
     # EM recovers the simulated rates and the levels
     err = np.abs(fit["sensitivity"].values[0, 0] - np.asarray(CUMULATIVE["sensitivity"]))
     assert err.max() < 0.15

@@ -307,3 +307,110 @@ def test_case_study_reproduces_tables_6_and_7():
     assert len(t7) == 5
     for name, ours, paper in t7:
         assert abs(float(ours) - float(paper)) <= 1e-3, (name, ours, paper)
+
+
+# ------------------------------------------------- ensemble, bootstrap, messages
+
+
+def test_fit_ensemble_is_the_mv_weighted_stack_of_the_closed_form_learners(separated):
+    ann, truth = separated
+    ensemble, weights, fits = sg.fit_ensemble(ann, "MV", "EEE")
+    # MV by hand: every annotator labels every item; the majority is unique here
+    wide = np.full((ann.n_items, ann.n_annotators), -1)
+    wide[ann.item_idx, ann.annotator_idx] = ann.labels
+    counts = np.stack([(wide == g).sum(1) for g in range(3)], axis=1)
+    top = counts.max(1)
+    majority = np.where((counts == top[:, None]).sum(1) == 1, counts.argmax(1), -1)
+    scores = ((wide == majority[:, None]) & (majority[:, None] >= 0)).sum(0)
+    np.testing.assert_array_equal(weights["scores"].values, scores)
+    w = scores / scores.sum()
+    np.testing.assert_allclose(weights["weights"].values, w, rtol=1e-12)
+    # the ensemble: weighted averages of the per-annotator LDA maximum likelihood fits
+    X = ann.features
+    parts = [_closed_form(X[ann.item_idx[ann.annotator_idx == m]],
+                          ann.labels[ann.annotator_idx == m], "EEE", 3)
+             for m in range(ann.n_annotators)]
+    for k, name in enumerate(("proportions", "means", "covariances")):
+        expected = sum(w[m] * parts[m][k] for m in range(ann.n_annotators))
+        np.testing.assert_allclose(getattr(ensemble, name), expected, rtol=1e-10, atol=1e-12)
+    assert list(fits) == list(ann.annotators)
+    # three well-separated classes: the ensemble classifies (almost) every item right
+    assert np.mean(ensemble.predict(X) == np.asarray(ann.classes)[truth]) >= 0.97
+
+
+def test_bootstrap_weights_resample_items_and_skip_undefined_weights():
+    ann = _wide(TABLE1)
+    # threshold 0.8: only item 1 (4 of 5 agree) counts, scores [1, 1, 1, 0, 1] per copy of
+    # it; a resample without item 1 has all scores 0, its weights undefined: skipped
+    boot = sg.bootstrap_weights(ann, "MV", n_boot=40, rng=5, threshold=0.8)
+    rng = np.random.default_rng(5)
+    drawn = [rng.integers(0, 3, size=3) for _ in range(40)]
+    n_failed = sum(0 not in items for items in drawn)
+    assert 0 < n_failed < 40
+    assert boot.attrs["n_failed"] == n_failed and boot.sizes["bootstrap"] == 40 - n_failed
+    np.testing.assert_allclose(boot.values, np.tile([0.25, 0.25, 0.25, 0, 0.25],
+                                                    (40 - n_failed, 1)))
+    assert list(boot["annotator"].values) == list(ann.annotators)
+    with pytest.raises(ValueError, match="every bootstrap resample failed"):
+        sg.bootstrap_weights(ann, "MV", n_boot=3, rng=0, threshold=1.0)
+
+
+def test_bootstrap_weights_vary_with_the_resample(separated):
+    ann, _ = separated
+    boot = sg.bootstrap_weights(ann, "MV", n_boot=30, rng=1)
+    full = sg.annotator_weights(ann, "MV")["weights"].values
+    np.testing.assert_allclose(boot.values.sum(1), 1.0, rtol=1e-12)
+    assert boot.attrs["n_failed"] == 0 and boot.attrs["strategy"] == "MV"
+    # the bootstrap mean is near the full-data weights, and the resamples differ
+    np.testing.assert_allclose(boot.values.mean(0), full, atol=0.02)
+    assert boot.values.std(0).max() > 0.005
+    # annotator 0 (perfect) outweighs annotator 3 (noisy) in every resample
+    assert np.all(boot.sel(annotator=0) > boot.sel(annotator=3))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda ann: sg.annotator_weights(ann, "EN"), r"strategy 'EN' needs experts="),
+    (lambda ann: sg.annotator_weights(ann, "EN", experts=[9]), r"experts \[9\] are not "
+                                                              r"annotators"),
+    (lambda ann: sg.annotator_weights(ann, "EN", experts=[]), "experts is empty"),
+    (lambda ann: sg.annotator_weights(ann, "EN", experts=[0], expert_share=1.5),
+     r"expert_share must be in \[0, 1\]"),
+    (lambda ann: sg.annotator_weights(ann, "PGT", gold_fraction=0.0),
+     r"gold_fraction must be in \(0, 1\]"),
+    (lambda ann: sg.annotator_weights(ann, "PGT", gold_items=[1, 1]),
+     "gold_items must be distinct items with known gold"),
+    (lambda ann: sg.stack([], [1.0]), "stack needs at least one base learner"),
+    (lambda ann: sg.stack(sg.fit_base_learners(ann), {0: 0.5, 1: 0.5}),
+     r"weights are missing annotator\(s\) \[2, 3\]"),
+    (lambda ann: sg.stack(sg.fit_base_learners(ann), [0.5, 0.5, -0.5, 0.5]),
+     "weights must be finite and non-negative"),
+    (lambda ann: sg.stack(sg.fit_base_learners(ann), [0.5, 0.5, 0.5, 0.5]),
+     r"weights must sum to 1 \(they sum to 2\)"),
+    (lambda ann: sg.build_model(ann, mean_prior_scale=-1.0),
+     "mean_prior_scale must be a positive number or None"),
+    (lambda ann: sg.build_model(ann, covariance_prior={"dof": -2.0}),
+     "covariance_prior dof must be > -1, got -2.0"),
+    (lambda ann: sg.build_model(ann, covariance_prior={"scale": [1.0, -1.0]}),
+     r"covariance_prior scale must be 2 positive variances or a positive-definite \(2, 2\)"),
+    (lambda ann: sg.build_model(ann, covariance_prior="wishart"),
+     "covariance_prior must be 'default', None \\(flat\\) or a dict"),
+    (lambda ann: sg.stack(sg.fit_base_learners(ann), [0.25] * 4).predict_proba(
+        np.full((2, 2), np.nan)), "features contain NaN or infinite values"),
+    (lambda ann: sg.stack(sg.fit_base_learners(ann), [0.25] * 4).predict(np.zeros((2, 3))),
+     r"features must be a 2-D array \(item, feature\) with 2 features, got shape \(2, 3\)"),
+    (lambda ann: sg.annotator_weights(ann, "PGT", gold_fraction=0.5, gold_items=[0]),
+     "give gold_fraction .* or gold_items"),
+    (lambda ann: sg.annotator_weights(ann, "ItAlg1", base_fits=dict(reversed(
+        sg.fit_base_learners(ann).items()))), "base_fits must be keyed by the annotators"),
+    (lambda ann: sg.annotator_weights(ann, "ItAlg1", start_scores=[1.0, -1.0, 0.0, 0.0]),
+     "start_scores must be 4 finite, non-negative scores"),
+    (lambda ann: sg.fit_base_learners(ann.select(~((ann.annotator_idx == 2)
+                                                   & (ann.labels == 1)))),
+     r"annotator 2 never uses class\(es\) \['1'\]"),
+    (lambda ann: sg.simulate(3), r"scenario must be 1 \(identity covariances\) or 2"),
+    (lambda ann: sg.simulate(2, means=np.zeros((4, 3))), "scenario 2's default covariances"),
+])
+def test_validation_messages(separated, call, match):
+    ann, _ = separated
+    with pytest.raises(ValueError, match=match):
+        call(ann)

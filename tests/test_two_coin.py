@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from scipy import stats
-from scipy.special import expit
+from scipy import optimize, stats
+from scipy.special import expit, log_expit
 
 import crowd_models as cm
 from crowd_models.inference import label_switched_chains
@@ -132,12 +132,98 @@ def test_em_is_a_fixed_point_and_beta_approximation(sim_plain):
     np.testing.assert_allclose((a - 1) / (a + b - 2), sens, atol=1e-8)
 
 
-def test_flat_priors_give_maximum_likelihood_without_nan(rte):
-    fit = two_coin.em(rte, **{k: v for k, v in two_coin.FLAT_PRIORS.items()
-                              if k.startswith(("sens", "spec", "prev"))})
-    prob = fit["item_class_prob"].values
-    assert np.isfinite(prob).all()
+def _e_step(ann, sens, spec, log_prior_pos, log_prior_neg):
+    """P(z_i = 1 | labels) by Bayes' rule, summing log rates per label with np.add.at
+    (rates floored at 1e-12, as the EM does, so that a never-wrong annotator's
+    rate of 1 is finite)."""
+    sens, spec = (np.clip(v, 1e-12, 1 - 1e-12) for v in (sens, spec))
+    y, j = ann.labels, ann.annotator_idx
+    log_pos = np.zeros(ann.n_items) + log_prior_pos
+    log_neg = np.zeros(ann.n_items) + log_prior_neg
+    np.add.at(log_pos, ann.item_idx, np.where(y == 1, np.log(sens[j]), np.log1p(-sens[j])))
+    np.add.at(log_neg, ann.item_idx, np.where(y == 0, np.log(spec[j]), np.log1p(-spec[j])))
+    return expit(log_pos - log_neg)
+
+
+def test_flat_priors_give_the_maximum_likelihood_fixed_point(rte):
+    flat = {k: v for k, v in two_coin.FLAT_PRIORS.items()
+            if k.startswith(("sens", "spec", "prev"))}
+    with pytest.warns(UserWarning, match="boundary of their support"):
+        fit = two_coin.em(rte, **flat)
+    sens, spec, prev = (fit[k].values[0, 0] for k in ("sensitivity", "specificity",
+                                                      "prevalence"))
+    assert np.isfinite(fit["item_class_prob"].values).all()
+    mu = _e_step(rte, sens, spec, np.log(prev), np.log1p(-prev))
+    np.testing.assert_allclose(fit["item_class_prob"].values[0, 0, :, 1], mu, atol=1e-9)
+    # the ML M-step (no pseudo-counts) from that E-step gives the same parameters
+    y, j, m = rte.labels, rte.annotator_idx, mu[rte.item_idx]
+    J = rte.n_annotators
+    np.testing.assert_allclose(sens, np.bincount(j, m * y, J) / np.bincount(j, m, J),
+                               atol=1e-8)
+    np.testing.assert_allclose(spec, np.bincount(j, (1 - m) * (1 - y), J)
+                               / np.bincount(j, 1 - m, J), atol=1e-8)
+    np.testing.assert_allclose(prev, mu.mean(), atol=1e-9)
+    # maximum likelihood puts some never-wrong annotators on the boundary, which the
+    # default Beta(3, 2) priors keep inside
+    assert np.sum((sens == 1) | (spec == 1)) >= 5
+    default = two_coin.em(rte)
+    assert np.all(default["sensitivity"].values < 1) and np.all(default["specificity"].values < 1)
+    np.testing.assert_allclose(fit.attrs["log_posterior"], fit.attrs["log_likelihood"],
+                               rtol=1e-14)
     assert cm.report.accuracy(fit, rte) > 0.92
+
+
+def test_fit_logistic_is_the_penalised_optimum(rng):
+    # Newton-Raphson against the stationarity condition and a generic optimiser,
+    # with priors strong enough that dropping either one moves the optimum a lot
+    X = rng.standard_normal((300, 3))
+    target = expit(X @ [1.5, -1.0, 0.5] + 2.0 + rng.normal(0, 1, 300))
+    gamma = np.diag([2.0, 5.0, 0.5])
+    tau = 20.0
+    coef, intercept = two_coin._fit_logistic(X, target, gamma, tau)
+    resid = target - expit(X @ coef + intercept)
+    np.testing.assert_allclose(resid.sum(), tau * intercept, atol=1e-9)
+    np.testing.assert_allclose(X.T @ resid, gamma @ coef, atol=1e-9)
+    assert intercept > 0.3  # pulled in from its unpenalised value, not to zero
+
+    def objective(theta):
+        eta = X @ theta[:3] + theta[3]
+        return -(np.sum(target * log_expit(eta) + (1 - target) * log_expit(-eta))
+                 - 0.5 * theta[:3] @ gamma @ theta[:3] - 0.5 * tau * theta[3] ** 2)
+
+    ref = optimize.minimize(objective, np.zeros(4), method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(np.r_[coef, intercept], ref.x, atol=1e-6)
+    # a flat prior (tau = 0) is plain maximum likelihood for the intercept
+    _, free_intercept = two_coin._fit_logistic(X, target, gamma, 0.0)
+    assert free_intercept > intercept + 0.5
+
+
+def test_em_with_features_is_a_stationary_point_of_the_log_posterior(sim_features):
+    # strong Gaussian priors on the classifier: at EM's fixed point the gradient of
+    # the log posterior in (coef, intercept) is X'(mu - p) - precision * theta = 0
+    fit = two_coin.em(sim_features, coef_precision=2.0, intercept_precision=1.0)
+    mu = fit["item_class_prob"].values[0, 0, :, 1]
+    coef, intercept = fit["coef"].values[0, 0], fit["intercept"].values[0, 0]
+    X = sim_features.features
+    resid = mu - expit(X @ coef + intercept)
+    np.testing.assert_allclose(resid.sum(), 1.0 * intercept, atol=1e-6)
+    np.testing.assert_allclose(X.T @ resid, 2.0 * coef, atol=1e-6)
+    assert abs(intercept) > 0.1
+    # its log posterior: the marginal likelihood (independent E-step) plus each prior
+    sens, spec = fit["sensitivity"].values[0, 0], fit["specificity"].values[0, 0]
+    eta = X @ coef + intercept
+    ann = sim_features
+    log_pos = log_expit(eta).copy()
+    log_neg = log_expit(-eta).copy()
+    y, j = ann.labels, ann.annotator_idx
+    np.add.at(log_pos, ann.item_idx, np.where(y == 1, np.log(sens[j]), np.log1p(-sens[j])))
+    np.add.at(log_neg, ann.item_idx, np.where(y == 0, np.log(spec[j]), np.log1p(-spec[j])))
+    loglik = np.logaddexp(log_pos, log_neg).sum()
+    log_prior = (stats.beta.logpdf(sens, 3, 2).sum() + stats.beta.logpdf(spec, 3, 2).sum()
+                 + stats.norm.logpdf(coef, 0, 1 / np.sqrt(2.0)).sum()
+                 + stats.norm.logpdf(intercept, 0, 1.0))
+    np.testing.assert_allclose(fit.attrs["log_likelihood"], loglik, rtol=1e-12)
+    np.testing.assert_allclose(fit.attrs["log_posterior"], loglik + log_prior, rtol=1e-12)
 
 
 def test_rte_accuracy(rte):
