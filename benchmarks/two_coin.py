@@ -144,7 +144,7 @@ def optimizer_facts(fit) -> dict:
     }
     if len(stages) > 1:
         polish = stages[1]
-        facts["map_polish"] = (f"{polish['iterations']} trust-krylov iterations, largest "
+        facts["map_polish"] = (f"{polish['iterations']} {polish['method']} iterations, largest "
                                f"gradient {lbfgs['max_gradient']:.1e} -> "
                                f"{polish['max_gradient']:.1e}, "
                                f"{'kept' if fit.attrs['polished'] else 'discarded'}")

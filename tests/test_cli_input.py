@@ -81,6 +81,7 @@ CASES = [
      r"argument --draws: invalid int value: 'ten' \(see 'crowd-models fit --help'\)"),
     (["labels.csv", *EM, "--draws", "100"], r"--draws applies to --method nuts, not --method em"),
     (["labels.csv", "--chains", "2"], r"--chains applies to --method nuts, not --method map"),
+    (["labels.csv", *EM, "--seed", "3"], r"--seed applies to --method nuts or map, not --method em"),
     (["labels.csv", "--model", "three-coin"], r"argument --model: invalid choice: 'three-coin'"),
     (["labels.csv", *EM, "--sep", "::"], r"--sep '::': give one character"),
     (["labels.csv", *EM, "--sep", ""], r"--sep '': give one character"),
@@ -298,3 +299,22 @@ def test_argparse_errors_are_one_line(capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "invalid choice: 'fitt'" in err
+
+
+def test_the_report_says_where_its_intervals_come_from(files, tmp_path, capsys):
+    import xarray as xr
+
+    base = ["fit", str(files / "labels.csv")]
+    assert main([*base, *EM, "--out", str(tmp_path / "em")]) == 0
+    assert "(intervals: 90% equal-tailed, from EM's conjugate approximations" in (
+        capsys.readouterr().out)
+    assert main([*base, "--seed", "5", "--out", str(tmp_path / "map")]) == 0
+    printed = capsys.readouterr().out
+    assert "(intervals: 90% equal-tailed, over 1000 draws of the Laplace approximation" in printed
+    fit = xr.open_datatree(tmp_path / "map" / "fit.nc", engine="h5netcdf")
+    assert "laplace" in fit.children and "laplace_approximation" not in fit.children
+    assert fit.attrs["intervals"].startswith("90% equal-tailed, over 1000 draws")
+    table = pd.read_csv(tmp_path / "map" / "annotators.csv", index_col=0)
+    draws = fit["laplace"]["sensitivity"].values[0]
+    np.testing.assert_allclose(table["sensitivity_lower"], np.quantile(draws, 0.05, axis=0),
+                               rtol=1e-6)

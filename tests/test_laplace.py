@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.compile.maker
 import pytest
@@ -98,6 +99,13 @@ def test_draws_are_the_gaussian_mapped_back_and_the_map_is_kept(tiny):
     assert np.all(table["sensitivity_sd"] > 0)
     assert np.all(table["sensitivity_lower"] < table["sensitivity_mean"])
     assert np.all(table["sensitivity_mean"] < table["sensitivity_upper"])
+    # ... and does so by itself for the MAP fit that carries them
+    direct = cm.report.annotator_summary(fit)
+    pd.testing.assert_frame_equal(direct, table)
+    np.testing.assert_allclose(direct["sensitivity_mean"],
+                               draws["sensitivity"].values[0].mean(axis=0))
+    assert cm.report.plot_annotators(fit).get_title().startswith(
+        "two-coin, MAP (Laplace intervals)")
 
 
 def test_sd_agrees_with_the_em_beta_approximation_when_the_truth_is_clear():

@@ -14,7 +14,8 @@ from matplotlib.collections import LineCollection
 
 import crowd_models as cm
 from crowd_models import report
-from crowd_models.cli import _annotator_figure, main
+from crowd_models.cli import main
+from crowd_models.cli._output import _annotator_figure
 from crowd_models.models import continuous, dawid_skene, ordinal, two_coin
 
 matplotlib.use("Agg")

@@ -57,8 +57,8 @@ replaces the report's files (naming each) and leaves every other file alone.
 NUTS; write engine h5netcdf) records in its (root) attrs ``crowd_models_version``,
 ``family`` (the module, e.g. ``two_coin``), ``variant`` (empty for a family
 without variants), ``method``, ``priors`` (the family's ``DEFAULT_PRIORS``
-with the command line's settings applied, and the penalty or ``nu`` used) and
-``command``; after NUTS also ``label_switched_chains``, ``max_rhat``,
+with the command line's settings applied, and the penalty or ``nu`` used),
+``intervals`` (where the report's intervals come from) and ``command``; after NUTS also ``label_switched_chains``, ``max_rhat``,
 ``min_ess_bulk`` and ``divergences``. netCDF attributes cannot hold an empty
 list and give a list of ints back as an array, so every attribute that is a
 list, dict, boolean or None is stored as JSON text; ``json_attrs`` (itself
@@ -68,6 +68,13 @@ JSON) names them. Read them back with::
     fit = xr.open_datatree("report/fit.nc", engine="h5netcdf")
     switched = json.loads(fit.attrs["label_switched_chains"])  # a list of ints
     priors = json.loads(fit.attrs["priors"])                   # a dict
+
+Intervals: ``--method nuts`` summarises the NUTS draws; ``--method map``
+(the default) draws 1000 times from the Laplace approximation at the mode
+(``fit_map(..., laplace=True)``; kept in ``fit.nc``'s ``laplace`` group; seed
+``--seed``, default 0), except for feature-accuracy (a lasso mode) and models
+with more than 2000 free parameters; ``--method em`` uses the EM's conjugate
+approximations. The line after the table says which applied.
 
 Python warnings raised while fitting (e.g. annotators below chance, estimates
 on a boundary) print as one line each on stderr (``warning: ...``). Errors in
@@ -186,7 +193,9 @@ def _parser() -> argparse.ArgumentParser:
     nuts.add_argument("--draws", type=int, help="draws per chain (default: 1000)")
     nuts.add_argument("--tune", type=int, help="tuning steps per chain (default: 1000)")
     nuts.add_argument("--chains", type=int, help="number of chains (default: 4)")
-    nuts.add_argument("--seed", type=int, help="random seed (default: none)")
+    nuts.add_argument("--seed", type=int,
+                      help="random seed of NUTS (default: none) or of the MAP's Laplace draws "
+                           "(default: 0)")
     output = f.add_argument_group("output")
     output.add_argument("--out", default="crowd_models_report",
                         help="output folder, created if missing (default: crowd_models_report)")

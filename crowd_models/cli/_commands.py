@@ -50,6 +50,40 @@ def _priors_record(family, plan: _Plan, options: dict) -> dict:
     return record
 
 
+LAPLACE_MAX_PARAMETERS = 2000
+"""``--method map`` adds Laplace intervals up to this many free parameters (its
+Hessian costs two gradient evaluations per parameter, and its covariance grows
+with their square)."""
+
+
+def _laplace_applies(model, name: str) -> bool:
+    """Whether ``--method map`` computes Laplace draws for this model."""
+    if name == "feature-accuracy":  # the lasso mode has exact zeros: no curvature there
+        return False
+    size = sum(int(np.size(v)) for v in model.initial_point().values())
+    return size <= LAPLACE_MAX_PARAMETERS
+
+
+def _intervals_text(method: str, fit, drawn, conditional: bool) -> str:
+    """Where the report's intervals come from, in one line."""
+    if method == "nuts":
+        return "90% equal-tailed, over the NUTS draws"
+    if drawn is not fit:
+        n = drawn["posterior"].sizes["draw"]
+        return (f"90% equal-tailed, over {n} draws of the Laplace approximation at the "
+                f"posterior mode (Gaussian on the unconstrained scale); --method nuts for the "
+                f"full posterior")
+    if conditional:
+        return ("precision, noise sd and bias: 90% conditional posteriors given the EM fit's "
+                "other parameters; --method nuts for the full posterior")
+    if method == "em":
+        return ("90% equal-tailed, from EM's conjugate approximations (Beta, Dirichlet rows, "
+                "Gamma) where the family stores them; --method nuts for the full posterior")
+    return ("none for this MAP fit (no Laplace approximation: a lasso mode, more than "
+            f"{LAPLACE_MAX_PARAMETERS} parameters, or a Hessian that is not positive "
+            "definite); --method em for EM's approximations, --method nuts for the posterior")
+
+
 def run_fit(args, argv=None) -> int:
     plan = _plan(args)
     _check_input_file(args.labels, "labels")
@@ -69,8 +103,11 @@ def run_fit(args, argv=None) -> int:
     out = Path(args.out)
     entries = _check_out(out, args.force)
 
+    import xarray as xr
+
     import crowd_models as cm
     from crowd_models import report
+    from crowd_models.inference import laplace_fit
     from crowd_models.models import MODELS
 
     family = MODELS[plan.model]
@@ -91,7 +128,10 @@ def run_fit(args, argv=None) -> int:
             model = family.build_model(ann, **options)
         except ValueError as err:
             raise InputError(str(err)) from None
-        fit = cm.fit_map(model, start=em_fit)  # no EM: the model's majority-vote start
+        laplace = args.method == "map" and _laplace_applies(model, plan.model)
+        # no EM: the model's majority-vote start; Laplace draws for the intervals
+        fit = cm.fit_map(model, start=em_fit, laplace=laplace,
+                         random_seed=0 if plan.nuts["seed"] is None else plan.nuts["seed"])
     diagnostics = None
     if args.method == "nuts":
         nuts = plan.nuts
@@ -104,10 +144,13 @@ def run_fit(args, argv=None) -> int:
 
     progress.step(f"writing the report to {out}")
     summarise = getattr(family, "annotator_summary", None)
-    table = report.annotator_summary(fit) if summarise is None else summarise(
-        fit, annotations=ann)
-    conditional = args.continuous and args.method != "nuts" and em_fit is not None
-    if conditional:  # MAP = EM: EM's conditional intervals
+    drawn = laplace_fit(fit) if isinstance(fit, xr.DataTree) and "laplace" in fit.children \
+        else fit  # a MAP fit's Laplace draws give its intervals
+    table = report.annotator_summary(drawn) if summarise is None else summarise(
+        drawn, annotations=ann)
+    conditional = (args.continuous and args.method != "nuts" and em_fit is not None
+                   and drawn is fit)
+    if conditional:  # MAP = EM without Laplace draws: EM's conditional intervals
         table = report.conditional_intervals(table, em_fit)
     items = report.item_table(fit, ann)
     confusion = None
@@ -115,7 +158,7 @@ def run_fit(args, argv=None) -> int:
         table = report.with_gold_columns(table, ann)
         if not ann.continuous:
             confusion = report.gold_confusion(items, ann)
-    coefficients = report.coefficient_table(fit)
+    coefficients = report.coefficient_table(drawn)
     figure = _annotator_figure(fit, table)
     names = ["annotators.csv", "items.csv"]
     names += ["coefficients.csv"] * (coefficients is not None)
@@ -128,6 +171,7 @@ def run_fit(args, argv=None) -> int:
             "command": shlex.join(["crowd-models", *(argv or [])])}
     if args.continuous:
         info.update(bias=int(args.bias), scale=int(args.scale))
+    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional)
     if args.method == "nuts":
         info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
                     tune=plan.nuts["tune"], chains=plan.nuts["chains"])
@@ -146,7 +190,12 @@ def run_fit(args, argv=None) -> int:
 
             figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
             plt.close(figure)
-        _write_fit(fit, out / "fit.nc", info)
+        saved = fit
+        if isinstance(fit, xr.DataTree) and "laplace_approximation" in fit.children:
+            # the draws stay; the Gaussian's covariance (parameters squared) does not
+            saved = fit.copy()
+            del saved["laplace_approximation"]
+        _write_fit(saved, out / "fit.nc", info)
     except OSError as err:
         raise OutputError(f"could not write the report to {str(out)!r}: "
                           f"{err.strerror or err}") from None
@@ -157,9 +206,7 @@ def run_fit(args, argv=None) -> int:
     with pd.option_context("display.max_rows", 60, "display.width", 120):
         shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
         print(shown.round(3).to_string())
-    if conditional:
-        print("(precision, noise sd and bias intervals: 90% conditional posteriors given the EM "
-              "fit's other parameters; --method nuts for the full posterior)")
+    print(f"(intervals: {info['intervals']})")
     if args.continuous:
         scores = _continuous_scores(items)
         if scores:

@@ -399,8 +399,10 @@ def _plan(args) -> _Plan:
     nuts = {}
     for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1), ("seed", 0)):
         value = _count(args, name, minimum)
-        if value is not None and args.method != "nuts":
-            raise InputError(f"--{name} applies to --method nuts, not --method {args.method}.")
+        allowed = ("nuts", "map") if name == "seed" else ("nuts",)
+        if value is not None and args.method not in allowed:
+            raise InputError(f"--{name} applies to --method {' or '.join(allowed)}, not "
+                             f"--method {args.method}.")
         nuts[name] = NUTS_DEFAULTS.get(name) if value is None else value
     if args.gold and args.gold_column:
         raise InputError("give gold labels either as a file (--gold) or as a column of the "

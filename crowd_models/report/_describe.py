@@ -14,7 +14,7 @@ _FAMILY_NAMES = {"two_coin": "two-coin", "dawid_skene": "Dawid-Skene", "ordinal"
                  "continuous": "continuous", "feature_accuracy": "feature-accuracy",
                  "stacked_gaussian": "stacked Gaussian"}
 """Display names of the families, by the ``family`` attr their EM fits record."""
-_METHOD_NAMES = {"em": "EM", "map": "MAP", "nuts": "NUTS"}
+_METHOD_NAMES = {"em": "EM", "map": "MAP", "nuts": "NUTS", "laplace": "MAP (Laplace intervals)"}
 """Display names of the fitting methods, by the ``method`` attr of a fit."""
 
 
@@ -46,6 +46,8 @@ def _fit_family(fit, post: xr.Dataset) -> tuple[str, str]:
 
 def _fit_method(fit, post: xr.Dataset) -> str:
     """The fitting method of a fit for titles: EM, MAP or NUTS (or the recorded name)."""
+    if isinstance(fit, xr.DataTree) and "laplace" in fit.children:
+        return _METHOD_NAMES["laplace"]
     method = getattr(fit, "attrs", {}).get("method")
     if isinstance(method, str) and method:
         return _METHOD_NAMES.get(method.lower(), method)

@@ -26,13 +26,13 @@ from crowd_models.report._confusion import (
     _sample_array,
 )
 from crowd_models.report._describe import _check_count, _extremes, _fit_description
-from crowd_models.report.summary import annotator_summary
+from crowd_models.report.summary import _with_draws, annotator_summary
 
 
 # ---------------------------------------------------------- confusion plots
 def _confusion_for_plot(fit) -> tuple[xr.Dataset, xr.DataArray]:
     """The posterior and the aligned confusion draws of a fit, or a clear error."""
-    post = posterior_of(fit)
+    post = posterior_of(_with_draws(fit))
     conf = _confusion_of(post)
     if conf is None:
         raise ValueError(

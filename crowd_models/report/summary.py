@@ -23,7 +23,7 @@ from crowd_models._fits import (
 )
 from crowd_models._text import listing
 from crowd_models.data import Annotations
-from crowd_models.inference import posterior_of
+from crowd_models.inference import laplace_fit, posterior_of
 from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
 from crowd_models.report.metrics import _item_class_prob
 
@@ -91,7 +91,8 @@ def _is_continuous(fit, post: xr.Dataset) -> bool:
     """Whether a fit is the continuous family's (a per-annotator precision and a true value)."""
     if not ("precision" in post and is_annotator_measure(post["precision"])):
         return False
-    return "true_value" in post or getattr(fit, "attrs", {}).get("family") == "continuous"
+    return ("true_value" in post or "truth_precision" in post
+            or getattr(fit, "attrs", {}).get("family") == "continuous")
 
 
 def _gamma_root_summary(a, b, ci_prob: float) -> dict[str, np.ndarray]:
@@ -125,6 +126,14 @@ def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
         return _gamma_root_summary(a, b, ci_prob)
 
 # --------------------------------------------------------------- the table
+def _with_draws(fit):
+    """A MAP fit with Laplace draws (``fit_map(..., laplace=True)``) as those draws;
+    any other fit as it is."""
+    if isinstance(fit, xr.DataTree) and "laplace" in fit.children:
+        return laplace_fit(fit)
+    return fit
+
+
 def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) -> pd.DataFrame:
     """One row per annotator: mean, sd and interval of each quality measure.
 
@@ -216,8 +225,14 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     inside ``[sd_lower, sd_upper]``; note that ``sd_mean`` is not
     ``1 / sqrt(precision_mean)``. A one-draw fit without it (MAP) reports
     ``1 / sqrt`` of its point precision and NaN spreads.
+
+    Laplace. A MAP fit made with ``fit_map(..., laplace=True)`` is summarised
+    over its Laplace draws (group ``laplace``), like a NUTS fit: the means are
+    the draws' means, close to but not the MAP itself, which stays in the
+    fit's ``posterior`` group.
     """
     ci_prob = check_ci_prob(ci_prob)
+    fit = _with_draws(fit)
     post = posterior_of(fit)
     found = {name: post[name] for name in post.data_vars if is_annotator_measure(post[name])}
     conf = _confusion_of(post)
