@@ -419,7 +419,7 @@ with warnings.catch_warnings():
     ranking = az.compare(posteriors)
 print(ranking.round(2).to_string())
 print(f"RESULT affect_loo_best {EMOTION} {ranking.index[0]}")
-nuts_corr = {name: np.corrcoef(continuous.true_value_summary(p, annotations=a)["mean"],
+nuts_corr = {name: np.corrcoef(cm.report.true_value_summary(p, annotations=a)["mean"],
                                a.gold)[0, 1] for name, p in posteriors.items()}
 print("NUTS posterior-mean truth vs expert, r:", {k: round(v, 3) for k, v in nuts_corr.items()})
 

@@ -238,7 +238,7 @@ print(f"correlation of leniency with mean (label - gold), {len(busy)} workers wi
       f"labels: {corr:.3f}")
 print(f"RESULT leniency_vs_gold corr={corr:.3f}")
 
-summary = ordinal.annotator_summary(cum_fit)
+summary = cm.report.annotator_summary(cum_fit)
 top = workers["n_labels"].sort_values(ascending=False).index[:6]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
 for ax, measure in zip(axes, ("sensitivity", "specificity"), strict=True):

@@ -103,3 +103,23 @@ def draws_table(draws: dict[str, np.ndarray], index: pd.Index, ci_prob: float) -
             stats = {"mean": values[0], "sd": nan, "lower": nan, "upper": nan}
         columns.update({f"{name}_{k}": stats[k] for k in ("mean", "sd", "lower", "upper")})
     return pd.DataFrame(columns, index=index)
+
+
+def item_draws(post: xr.Dataset, annotations=None):
+    """(sample, item) draws of true_value and true_value_sd, and the item ids."""
+    for name in ("true_value", "true_value_sd"):
+        if name not in post:
+            raise ValueError(
+                f"this fit has no {name!r} (item); is it a continuous fit? Its variables are "
+                f"{sorted(map(str, post.data_vars))}."
+            )
+    items = pd.Index(post[D.ITEM].values)
+    mean = draw_matrix(post["true_value"], D.ITEM)
+    sd = draw_matrix(post["true_value_sd"], D.ITEM)
+    if annotations is not None:
+        pos = items.get_indexer(annotations.items)
+        if (pos < 0).any() or len(items) != annotations.n_items:
+            raise ValueError("the fit's items are not the annotations' items; score a fit of "
+                             "these annotations.")
+        mean, sd, items = mean[:, pos], sd[:, pos], annotations.items
+    return mean, sd, items

@@ -71,3 +71,19 @@ def assert_estimates_inside_intervals(table):
                                f"{mean[bad][0]:.3f} [{lo[bad][0]:.3f}, {hi[bad][0]:.3f}]")
         checked += int(finite.sum())
     return checked
+
+
+@pytest.fixture
+def count_compiles(monkeypatch):
+    """Counts every PyTensor compilation (each FunctionMaker) made in the test."""
+    import pytensor.compile.maker
+
+    calls = []
+    original = pytensor.compile.maker.FunctionMaker.__init__
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pytensor.compile.maker.FunctionMaker, "__init__", counting)
+    return calls

@@ -736,7 +736,7 @@ def test_item_table_of_a_continuous_fit_and_bad_calls(continuous_csv):
     _, sim = continuous_csv
     fit = continuous.em(sim)
     table = report.item_table(fit, sim)
-    summary = continuous.true_value_summary(fit, annotations=sim)
+    summary = report.true_value_summary(fit, annotations=sim)
     pd.testing.assert_frame_equal(table.drop(columns="n_labels"), summary)
     assert (table["n_labels"] == np.bincount(sim.item_idx)).all()
     with pytest.raises(ValueError, match="continuous fit"):

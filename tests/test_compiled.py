@@ -5,7 +5,6 @@ import importlib.util
 
 import numpy as np
 import pymc as pm
-import pytensor.compile.maker
 import pytest
 
 import crowd_models as cm
@@ -15,20 +14,6 @@ from crowd_models.models import _common as C
 from crowd_models.models import dawid_skene, two_coin
 
 from .conftest import RADIOLOGISTS
-
-
-@pytest.fixture
-def count_compiles(monkeypatch):
-    """Counts every PyTensor compilation (each FunctionMaker) made in the test."""
-    calls = []
-    original = pytensor.compile.maker.FunctionMaker.__init__
-
-    def counting(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(pytensor.compile.maker.FunctionMaker, "__init__", counting)
-    return calls
 
 
 def _other_data(n_annotators, n_items, seed):

@@ -348,7 +348,7 @@ def test_fits_share_names_and_reports(sim_bias, bias_map):
     # MAP's item log-likelihoods sum to EM's log-likelihood
     np.testing.assert_allclose(float(bias_map.log_likelihood["labels"].sum()),
                                em_fit.attrs["log_likelihood"], rtol=1e-9)
-    summary = continuous.true_value_summary(em_fit, annotations=sim_bias)
+    summary = cm.report.true_value_summary(em_fit, annotations=sim_bias)
     np.testing.assert_allclose(summary["sd"], em_fit["true_value_sd"].values[0, 0])
     np.testing.assert_allclose(summary["upper"] - summary["mean"],
                                stats.norm.ppf(0.95) * summary["sd"])
@@ -362,7 +362,7 @@ def test_true_value_summary_pools_draws():
         "true_value": (("chain", "draw", "item"), np.array([[[1.0, 2.0], [3.0, 2.0]]])),
         "true_value_sd": (("chain", "draw", "item"), np.array([[[1.0, 0.5], [1.0, 0.5]]])),
     }, coords={"item": ["p", "q"]})
-    table = continuous.true_value_summary(draws)
+    table = cm.report.true_value_summary(draws)
     np.testing.assert_allclose(table["mean"], [2.0, 2.0])
     np.testing.assert_allclose(table["sd"], [np.sqrt(1 + 1), 0.5])  # mean var + var of means
     assert list(table.index) == ["p", "q"]
@@ -521,14 +521,14 @@ def test_simulate_and_report_bad_input(sim_bias):
     with pytest.raises(ValueError, match="needs annotations=... with continuous gold"):
         continuous.experts_equivalent(fit, "gold")
     with pytest.raises(ValueError, match="no 'true_value'"):
-        continuous.true_value_summary(cm.models.two_coin.em(cm.datasets.load_bluebirds()))
+        cm.report.true_value_summary(cm.models.two_coin.em(cm.datasets.load_bluebirds()))
 
 
 def test_affect_truth_tracks_expert_gold():
     ann = cm.datasets.load_affect("anger")
     fit = continuous.em(ann, bias=True)
     assert fit.attrs["converged"]
-    summary = continuous.true_value_summary(fit, annotations=ann)
+    summary = cm.report.true_value_summary(fit, annotations=ann)
     corr = np.corrcoef(summary["mean"], summary["gold"])[0, 1]
     assert corr > 0.6
     assert (cm.report.annotator_summary(fit)["n_labels"] >= 20).all()
@@ -559,7 +559,7 @@ def test_nuts_recovers_simulated_annotators():
     assert covered >= 9  # of 12 (90% intervals)
     loo = az.loo(idata, pointwise=True)
     assert loo.elpd_i.sizes["item"] == 400
-    summary = continuous.true_value_summary(idata, annotations=sim)
+    summary = cm.report.true_value_summary(idata, annotations=sim)
     assert np.corrcoef(summary["mean"], sim.gold)[0, 1] > 0.9
     ratio = continuous.experts_equivalent(idata, 16.0)
     assert ratio.loc["annotators_per_expert", "lower"] < ratio.loc[

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pymc as pm
-import pytensor.compile.maker
 import pytest
 from scipy import stats
 from scipy.special import expit, log_expit
@@ -13,20 +12,6 @@ from scipy.special import expit, log_expit
 import crowd_models as cm
 from crowd_models.inference import laplace_fit
 from crowd_models.models import two_coin
-
-
-@pytest.fixture
-def count_compiles(monkeypatch):
-    """Counts every PyTensor compilation (each FunctionMaker) made in the test."""
-    calls = []
-    original = pytensor.compile.maker.FunctionMaker.__init__
-
-    def counting(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(pytensor.compile.maker.FunctionMaker, "__init__", counting)
-    return calls
 
 
 @pytest.fixture(scope="module")

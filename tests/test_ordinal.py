@@ -204,7 +204,7 @@ def test_map_equals_em(sim_cumulative, cumulative_model):
 
 
 def test_cumulative_annotator_summary(sim_cumulative):
-    table = ordinal.annotator_summary(ordinal.em(sim_cumulative), ci_prob=0.9)
+    table = cm.report.annotator_summary(ordinal.em(sim_cumulative), ci_prob=0.9)
     assert table.index.names == ["annotator", "threshold"]
     assert len(table) == 5 * 3
     assert np.isfinite(table[["sensitivity_lower", "specificity_upper"]].values).all()
@@ -368,7 +368,7 @@ def test_nuts_recovers_the_cumulative_model(sim_cumulative, cumulative_model):
     lo, hi = idata.posterior["sensitivity"].quantile([0.025, 0.975], dim=("chain", "draw"))
     truth = sim_cumulative.truth["sensitivity"]
     assert ((truth >= lo) & (truth <= hi)).mean() >= 0.8
-    table = ordinal.annotator_summary(idata)
+    table = cm.report.annotator_summary(idata)
     assert np.isfinite(table["specificity_sd"]).all()
 
 
@@ -387,7 +387,7 @@ def test_nuts_recovers_the_latent_model():
         lo, hi = idata.posterior[name].quantile([0.025, 0.975], dim=("chain", "draw"))
         covered += int(((sim.truth[name] >= lo) & (sim.truth[name] <= hi)).sum())
     assert covered >= 11  # of 13 (95% intervals)
-    table = ordinal.annotator_summary(idata)
+    table = cm.report.annotator_summary(idata)
     assert {"bias_mean", "noise_lower", "accuracy_mean"} <= set(table.columns)
     order = table["bias_mean"].sort_values().index
     assert list(order[[0, -1]]) == ["annotator_4", "annotator_0"]  # strictest, most lenient

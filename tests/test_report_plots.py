@@ -138,7 +138,7 @@ def test_thresholds_one_roc_panel_per_threshold(fits):
     fig = report.plot_thresholds(fit, label_extremes=1)
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == ["level >1", "level >2", "level >3"]
-    table = ordinal.annotator_summary(fit)
+    table = report.annotator_summary(fit)
     for ax, t in zip(panels, [">1", ">2", ">3"], strict=True):
         rows = table.xs(t, level="threshold")
         np.testing.assert_allclose(
@@ -258,7 +258,7 @@ def test_pick_annotators_matches_the_table(fits):
     with pytest.raises(ValueError, match="not a rule"):
         report.pick_annotators(table, "slowest")
     with pytest.raises(ValueError, match="one row per annotator"):
-        report.pick_annotators(ordinal.annotator_summary(fits["anesthesia"]))
+        report.pick_annotators(report.annotator_summary(fits["anesthesia"]))
 
 
 def test_confusion_groups_show_the_worst_and_the_most_uncertain(fits):
@@ -321,9 +321,7 @@ def test_annotator_figure_for_each_family(fits):
                            ("anesthesia", "ordinal (cumulative), EM"),
                            ("anger", "continuous, EM")):
         fit = fits[name]
-        summarise = ordinal.annotator_summary if name == "anesthesia" else (
-            report.annotator_summary)
-        fig = _annotator_figure(fit, summarise(fit))
+        fig = _annotator_figure(fit, report.annotator_summary(fit))
         titles = [fig.get_suptitle(), *(ax.get_title() for ax in fig.axes)]
         assert any(t.startswith(expected) for t in titles), (name, titles)
     stacked = xr.Dataset({"class_mean": (("chain", "draw", "annotator"), np.zeros((1, 1, J)))},

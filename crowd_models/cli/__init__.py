@@ -58,7 +58,8 @@ NUTS; write engine h5netcdf) records in its (root) attrs ``crowd_models_version`
 ``family`` (the module, e.g. ``two_coin``), ``variant`` (empty for a family
 without variants), ``method``, ``priors`` (the family's ``DEFAULT_PRIORS``
 with the command line's settings applied, and the penalty or ``nu`` used),
-``intervals`` (where the report's intervals come from) and ``command``; after NUTS also ``label_switched_chains``, ``max_rhat``,
+``intervals`` (where the report's intervals come from) and ``command``; after
+NUTS also ``label_switched_chains``, ``max_rhat``,
 ``min_ess_bulk`` and ``divergences``. netCDF attributes cannot hold an empty
 list and give a list of ints back as an array, so every attribute that is a
 list, dict, boolean or None is stored as JSON text; ``json_attrs`` (itself

@@ -21,7 +21,7 @@ every fit carries its mean ``true_value`` and sd ``true_value_sd`` (item),
 recomputed for each draw: with many draws, the posterior mean of y_i is the
 mean of ``true_value`` over draws and its variance is the mean of
 ``true_value_sd**2`` plus the variance of ``true_value`` (see
-:func:`true_value_summary`).
+:func:`crowd_models.report.true_value_summary`).
 
 Options beyond the paper (keywords of :func:`build_model`):
 
@@ -99,8 +99,8 @@ one M-step gives the parameters.
 
 One module, three views of the same model: :func:`build_model` (PyMC),
 :func:`em` (MAP-EM, Gaussian noise) and :func:`simulate`; plus
-:func:`experts_equivalent` (how many of these annotators equal one expert)
-and :func:`true_value_summary`.
+:func:`experts_equivalent` (how many of these annotators equal one expert);
+:func:`crowd_models.report.true_value_summary` reports the items' true values.
 """
 
 from __future__ import annotations
@@ -114,13 +114,12 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 from pymc.distributions.transforms import ZeroSumTransform
-from scipy import stats
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models._fits import check_ci_prob, draw_matrix, summarise_draws
+from crowd_models._fits import check_ci_prob, draw_matrix, item_draws, summarise_draws
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
@@ -131,7 +130,6 @@ __all__ = [
     "em",
     "simulate",
     "experts_equivalent",
-    "true_value_summary",
     "item_log_marginal",
     "NOISES",
     "DEFAULT_PRIORS",
@@ -1018,51 +1016,6 @@ def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
     return counts.reindex(annotators).to_numpy(dtype=float)
 
 
-def _item_draws(post: xr.Dataset, annotations: Annotations | None):
-    """(sample, item) draws of true_value and true_value_sd, and the item ids."""
-    for name in ("true_value", "true_value_sd"):
-        if name not in post:
-            raise ValueError(
-                f"this fit has no {name!r} (item); is it a continuous fit? Its variables are "
-                f"{sorted(map(str, post.data_vars))}."
-            )
-    items = pd.Index(post[D.ITEM].values)
-    mean = draw_matrix(post["true_value"], D.ITEM)
-    sd = draw_matrix(post["true_value_sd"], D.ITEM)
-    if annotations is not None:
-        pos = items.get_indexer(annotations.items)
-        if (pos < 0).any() or len(items) != annotations.n_items:
-            raise ValueError("the fit's items are not the annotations' items; score a fit of "
-                             "these annotations.")
-        mean, sd, items = mean[:, pos], sd[:, pos], annotations.items
-    return mean, sd, items
-
-
-def true_value_summary(fit, *, annotations: Annotations | None = None,
-                       ci_prob: float = 0.9) -> pd.DataFrame:
-    """Posterior of each item's true value: mean, sd and interval.
-
-    ``fit`` is an EM Dataset or a MAP/NUTS DataTree of this family. Over the
-    draws, the mean is the mean of ``true_value`` and the variance is the mean
-    of ``true_value_sd**2`` plus the variance of ``true_value`` (the law of
-    total variance); the interval is the normal one with that mean and sd
-    (exact for a single draw of a Gaussian-noise fit). With ``annotations``,
-    rows follow their item order and a ``gold`` column is added when they
-    have gold values (NaN where unknown).
-    """
-    ci_prob = check_ci_prob(ci_prob)
-    post = posterior_of(fit)
-    mean, sd, items = _item_draws(post, annotations)
-    centre = mean.mean(axis=0)
-    spread = np.sqrt(np.mean(sd ** 2, axis=0) + mean.var(axis=0))
-    z = stats.norm.ppf(0.5 + ci_prob / 2)
-    table = pd.DataFrame({"mean": centre, "sd": spread, "lower": centre - z * spread,
-                          "upper": centre + z * spread}, index=pd.Index(items, name=D.ITEM))
-    if annotations is not None and annotations.gold is not None:
-        table["gold"] = annotations.gold
-    return table
-
-
 def _expert_precision(resid, var, offset: bool, scale: float) -> float:
     """Maximum-likelihood precision of labels ``resid_i ~ N(o, var_i + 1 / precision)``."""
 
@@ -1136,7 +1089,7 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
         if annotations is None or not annotations.continuous or not annotations.has_gold:
             raise ValueError(
                 "expert_precision='gold' needs annotations=... with continuous gold values.")
-        mean, sd, _ = _item_draws(post, annotations)
+        mean, sd, _ = item_draws(post, annotations)
         known = ~np.isnan(annotations.gold)
         if known.sum() < 2:
             raise ValueError("expert_precision='gold' needs at least two items with gold.")

@@ -82,8 +82,9 @@ named after them (``">0"``, ``">1"``, ...). Words, or integers declared out
 of order, raise a ``ValueError`` that says how to recode.
 
 One module, three views: :func:`build_model` (PyMC), :func:`em`
-(cumulative variant) and :func:`simulate`; :func:`annotator_summary` for
-per-threshold (cumulative) or bias/noise (latent) tables with intervals.
+(cumulative variant) and :func:`simulate`.
+:func:`crowd_models.report.annotator_summary` gives the per-threshold
+(cumulative) or bias/noise (latent) tables with intervals.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ from crowd_models.models import _common as C
 from crowd_models.models import two_coin
 
 __all__ = [
-    "build_model", "em", "simulate", "annotator_summary", "class_probabilities",
+    "build_model", "em", "simulate", "class_probabilities",
     "negative_differences", "binary_annotations", "threshold_names", "latent_confusion",
     "level_locations", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",
@@ -862,38 +863,3 @@ def simulate(
 
 
 # ------------------------------------------------------------------ report
-def annotator_summary(fit, *, annotations=None, ci_prob: float = 0.9) -> pd.DataFrame:
-    """Annotator quality with intervals, for either variant (``annotations`` is
-    not needed; it is accepted as in every family's ``annotator_summary``).
-
-    Cumulative fits: one row per (annotator, threshold) — a MultiIndex —
-    with ``sensitivity``, ``specificity`` and ``weight`` mean, sd and
-    interval (from the draws of a NUTS fit, from the Beta approximations of
-    an EM fit, NaN for a MAP fit), and ``n_labels``: the two-coin table of
-    :func:`crowd_models.report.annotator_summary` for each binary problem.
-
-    Latent fits: one row per annotator, :func:`crowd_models.report.annotator_summary`
-    of the fit: ``bias`` (> 0: rates higher than the true level), ``guess_rate``,
-    ``noise``, the accuracies implied by the ``confusion``, and ``n_labels``.
-    """
-    from crowd_models import report
-
-    post = posterior_of(fit)
-    if "sensitivity" not in post or D.THRESHOLD not in post["sensitivity"].dims:
-        return report.annotator_summary(fit, ci_prob=ci_prob)
-    if "n_labels" not in post and isinstance(fit, xr.DataTree) and (
-            "constant_data" in fit.children):
-        const = fit["constant_data"].to_dataset()
-        if "n_labels" in const:
-            post = post.assign(n_labels=const["n_labels"])
-    keep = [n for n in post.data_vars
-            if n.startswith(("sensitivity", "specificity")) or n == "n_labels"]
-    tables = []
-    for t in post[D.THRESHOLD].values:
-        table = report.annotator_summary(post[keep].sel({D.THRESHOLD: t}), ci_prob=ci_prob)
-        table.insert(0, D.THRESHOLD, t)
-        tables.append(table.set_index(D.THRESHOLD, append=True))
-    out = pd.concat(tables)
-    order = pd.MultiIndex.from_product([post[D.ANNOTATOR].values, post[D.THRESHOLD].values],
-                                       names=[D.ANNOTATOR, D.THRESHOLD])
-    return out.reindex(order)

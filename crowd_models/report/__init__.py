@@ -15,7 +15,8 @@ fit is the second class of ``true_class``.
 Modules
 -------
 summary : ``annotator_summary``, ``item_table``, ``coefficient_table`` and
-    ``conditional_intervals`` (a continuous MAP fit's EM-conditional intervals).
+    ``conditional_intervals`` (a continuous MAP fit's EM-conditional intervals),
+    ``true_value_summary`` (each item's true value, continuous fits).
 plots : ``plot_annotators`` (ROC space), ``plot_thresholds`` (ordinal),
     ``plot_bias_noise`` (continuous, latent ordinal), ``plot_accuracy``.
 heatmaps : ``plot_confusion``, ``plot_confusions``, ``plot_confusion_groups``
@@ -50,6 +51,7 @@ from crowd_models.report.summary import (
     coefficient_table,
     conditional_intervals,
     item_table,
+    true_value_summary,
 )
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "item_table",
     "coefficient_table",
     "conditional_intervals",
+    "true_value_summary",
     "plot_annotators",
     "plot_thresholds",
     "plot_bias_noise",

@@ -17,6 +17,7 @@ from crowd_models._fits import (
     check_ci_prob,
     draw_matrix,
     is_annotator_measure,
+    item_draws,
     labels_per_annotator,
     n_samples,
     summarise_draws,
@@ -134,6 +135,33 @@ def _with_draws(fit):
     return fit
 
 
+def _threshold_summary(fit, post: xr.Dataset, ci_prob: float, rank_by) -> pd.DataFrame:
+    """The cumulative ordinal table: the two-coin table of each threshold's binary
+    problem, one row per (annotator, threshold)."""
+    if "n_labels" not in post and isinstance(fit, xr.DataTree) and (
+            "constant_data" in fit.children):
+        const = fit["constant_data"].to_dataset()
+        if "n_labels" in const:
+            post = post.assign(n_labels=const["n_labels"])
+    keep = [n for n in post.data_vars
+            if n.startswith(("sensitivity", "specificity")) or n == "n_labels"]
+    tables = []
+    for t in post[D.THRESHOLD].values:
+        table = annotator_summary(post[keep].sel({D.THRESHOLD: t}), ci_prob=ci_prob)
+        table.insert(0, D.THRESHOLD, t)
+        tables.append(table.set_index(D.THRESHOLD, append=True))
+    out = pd.concat(tables)
+    order = pd.MultiIndex.from_product([post[D.ANNOTATOR].values, post[D.THRESHOLD].values],
+                                       names=[D.ANNOTATOR, D.THRESHOLD])
+    out = out.reindex(order)
+    if rank_by is not None:
+        if rank_by not in out.columns:
+            raise ValueError(f"rank_by={rank_by!r} is not a column of the summary; choose one "
+                             f"of {list(out.columns)}.")
+        out = out.sort_values(rank_by, ascending=False, kind="mergesort", na_position="last")
+    return out
+
+
 def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) -> pd.DataFrame:
     """One row per annotator: mean, sd and interval of each quality measure.
 
@@ -226,6 +254,11 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     ``1 / sqrt(precision_mean)``. A one-draw fit without it (MAP) reports
     ``1 / sqrt`` of its point precision and NaN spreads.
 
+    Cumulative ordinal. A fit whose ``sensitivity`` has a ``threshold`` dim
+    gets one row per (annotator, threshold), a MultiIndex: the table above
+    (``sensitivity``, ``specificity``, ``weight``, ``n_labels``) of each
+    threshold's binary problem "level above c".
+
     Laplace. A MAP fit made with ``fit_map(..., laplace=True)`` is summarised
     over its Laplace draws (group ``laplace``), like a NUTS fit: the means are
     the draws' means, close to but not the MAP itself, which stays in the
@@ -234,6 +267,8 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     ci_prob = check_ci_prob(ci_prob)
     fit = _with_draws(fit)
     post = posterior_of(fit)
+    if "sensitivity" in post and D.THRESHOLD in post["sensitivity"].dims:
+        return _threshold_summary(fit, post, ci_prob, rank_by)
     found = {name: post[name] for name in post.data_vars if is_annotator_measure(post[name])}
     conf = _confusion_of(post)
     if not found and conf is None:
@@ -376,8 +411,6 @@ def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
 
 def _value_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
     """:func:`item_table` of a continuous fit (``true_value``, ``true_value_sd``)."""
-    from crowd_models.models.continuous import true_value_summary
-
     if annotations is not None and not annotations.continuous:
         raise ValueError("this is a continuous fit (true_value), but the annotations have "
                          "classes; pass the annotations of the fit.")
@@ -420,7 +453,7 @@ def item_table(fit, annotations: Annotations | None = None) -> pd.DataFrame:
 
         Continuous fits (``true_value``, ``true_value_sd``): ``mean``, ``sd``,
         ``lower``, ``upper`` (90% normal interval) of each item's true value,
-        as :func:`crowd_models.models.continuous.true_value_summary` gives
+        as :func:`true_value_summary` gives
         them (over the draws, by the law of total variance), then
         ``n_labels``, and ``gold`` when the annotations carry gold values.
 
@@ -536,3 +569,28 @@ def coefficient_table(fit, ci_prob: float = 0.9) -> pd.DataFrame | None:
             columns[f"{name}_lower"] = np.quantile(draws, tail, axis=0)
             columns[f"{name}_upper"] = np.quantile(draws, 1 - tail, axis=0)
     return pd.DataFrame(columns, index=pd.Index(post[D.FEATURE].values, name=D.FEATURE))
+
+
+def true_value_summary(fit, *, annotations: Annotations | None = None,
+                       ci_prob: float = 0.9) -> pd.DataFrame:
+    """Posterior of each item's true value: mean, sd and interval.
+
+    ``fit`` is an EM Dataset or a MAP/NUTS DataTree of the continuous family. Over the
+    draws, the mean is the mean of ``true_value`` and the variance is the mean
+    of ``true_value_sd**2`` plus the variance of ``true_value`` (the law of
+    total variance); the interval is the normal one with that mean and sd
+    (exact for a single draw of a Gaussian-noise fit). With ``annotations``,
+    rows follow their item order and a ``gold`` column is added when they
+    have gold values (NaN where unknown).
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    post = posterior_of(fit)
+    mean, sd, items = item_draws(post, annotations)
+    centre = mean.mean(axis=0)
+    spread = np.sqrt(np.mean(sd ** 2, axis=0) + mean.var(axis=0))
+    z = stats.norm.ppf(0.5 + ci_prob / 2)
+    table = pd.DataFrame({"mean": centre, "sd": spread, "lower": centre - z * spread,
+                          "upper": centre + z * spread}, index=pd.Index(items, name=D.ITEM))
+    if annotations is not None and annotations.gold is not None:
+        table["gold"] = annotations.gold
+    return table
