@@ -3,7 +3,7 @@
 Measures and prints; it asserts nothing about time, which depends on the
 machine. Three parts:
 
-1. ``crowd_models.edda.fit_edda`` for each of the 14 structures on simulated
+1. ``crowd_models.models.edda.fit_edda`` for each of the 14 structures on simulated
    data (3 classes, 5 features, n = 10^4 and 10^5): wall time, iterations of
    the iterative structures, and whether they converged.
 2. The paper's real-data pipeline (gastrointestinal lesions, the Table 6
@@ -35,7 +35,7 @@ def timed(fn, *args, **kwargs):
 
 
 def edda_part(sizes) -> None:
-    from crowd_models import edda
+    from crowd_models.models import edda
 
     rng = np.random.default_rng(0)
     d, G = 5, 3

@@ -1,4 +1,4 @@
-"""Wall time of the EDDA reference (crowd_models.edda.fit_edda) for each of the 14
+"""Wall time of the EDDA reference (crowd_models.models.edda.fit_edda) for each of the 14
 covariance structures on iris (150 items, 4 features, 3 classes), and of a full
 select_edda. Prints the times and iteration counts; asserts nothing about time.
 
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from crowd_models.edda import STRUCTURES, fit_edda, select_edda
+from crowd_models.models.edda import STRUCTURES, fit_edda, select_edda
 
 
 def main():

@@ -57,9 +57,9 @@ from scipy.special import softmax
 
 import crowd_models as cm
 from crowd_models.datasets import load_gi_lesions, load_gi_lesions_split
-from crowd_models.edda import EddaSingularError, fit_edda
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import stacked_gaussian as sg
+from crowd_models.models.edda import EddaSingularError, fit_edda
 
 T_START = time.perf_counter()
 SETTINGS = dict(

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from crowd_models.edda import (
+from crowd_models.models.edda import (
     STRUCTURES,
     EddaFit,
     EddaSingularError,
@@ -233,7 +233,7 @@ def test_no_generic_optimiser_beats_the_iterative_fits(structure):
 
 @pytest.mark.parametrize("structure", ["EVE", "VVE"])
 def test_common_orientation_random_restarts(iris, structure):
-    from crowd_models.edda import _Context, _jacobi_orientation
+    from crowd_models.models.edda import _Context, _jacobi_orientation
 
     X, y = iris
     fit = fit_edda(X, y, structure)

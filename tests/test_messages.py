@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from crowd_models import edda
-from crowd_models.models import continuous, dawid_skene, feature_accuracy, ordinal, two_coin
+from crowd_models.models import continuous, dawid_skene, edda, feature_accuracy, ordinal, two_coin
 
 X = np.random.default_rng(0).normal(size=(30, 2)) + np.repeat([[0, 0], [4, 0], [0, 4]], 10, 0)
 Y = np.repeat(["a", "b", "c"], 10)

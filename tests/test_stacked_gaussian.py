@@ -237,7 +237,7 @@ def small_sim():
 def _map_vs_ml(ann, covariance):
     fit = cm.fit_map(sg.build_model(ann, covariance=covariance, **sg.FLAT_PRIORS))
     base = sg.base_learners_from_posterior(fit, ann)
-    ref = sg.fit_base_learners(ann, covariance)  # crowd_models.edda.fit_edda
+    ref = sg.fit_base_learners(ann, covariance)  # crowd_models.models.edda.fit_edda
     return max(
         np.abs(getattr(base[a], k) - getattr(ref[a], k)).max()
         for a in ann.annotators for k in ("proportions", "means", "covariances"))

@@ -355,3 +355,19 @@ def test_rte_nuts_and_loo(rte, rte_model):
     assert np.isfinite(loo.elpd)
     assert idata.posterior["item_class_prob"].sizes == {
         "chain": 2, "draw": 400, "item": 800, "true_class": 2}
+
+
+def test_majority_vote_start_is_the_models_start_and_the_m_step_of_the_vote(sim_plain):
+    start = two_coin.majority_vote_start(sim_plain, sensitivity_prior=(4.0, 2.0))
+    model_start = two_coin.build_model(sim_plain, sensitivity_prior=(4.0, 2.0)).crowd_start
+    for name in ("sensitivity", "specificity", "prevalence"):
+        np.testing.assert_allclose(start[name], model_start[name], rtol=1e-12)
+    # sensitivity: (expected true positives labelled positive + a - 1) / (expected positives
+    # + a + b - 2), with the soft majority vote as the expected truth
+    mu = cm.majority_vote(sim_plain).values[:, 1][sim_plain.item_idx]
+    j, y = sim_plain.annotator_idx, sim_plain.labels
+    hits = np.bincount(j, weights=mu * y) + 3.0
+    total = np.bincount(j, weights=mu) + 4.0
+    np.testing.assert_allclose(start["sensitivity"], hits / total, rtol=1e-10)
+    with pytest.raises(TypeError, match="sensitivity_prior must be a pair"):
+        two_coin.parse_priors(sim_plain, sensitivity_prior=3.0)

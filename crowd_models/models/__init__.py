@@ -8,7 +8,9 @@ annotator and threshold); ``feature-accuracy`` needs features and takes
 ``--penalty``. A family with its own ``annotator_summary(fit, *,
 annotations=None)`` reports through it. ``stacked_gaussian`` is not on the
 command line: its inputs (base learners, a weighting strategy, a test set)
-need options of their own.
+need options of their own. ``edda`` (Gaussian discriminant analysis with the
+14 EDDA covariance structures) is not a family: it fits the stacked family's
+base learners.
 """
 
 from importlib import import_module

@@ -250,7 +250,7 @@ def _cumulative_priors(ann, sensitivity_prior, specificity_prior, prevalence_pri
                   intercept_precision=intercept_precision)
         out.append(kw)
     # the two-coin checks of the classifier priors, with their messages
-    two_coin._priors(binary_annotations(ann, 0), **out[0])
+    two_coin.parse_priors(binary_annotations(ann, 0), **out[0])
     return out
 
 
@@ -374,8 +374,8 @@ def _composite_logp(value, joint):
 
 
 def _cumulative_start(ann, priors_by_threshold) -> dict:
-    starts = [two_coin._start(binary_annotations(ann, c), two_coin._priors(
-        binary_annotations(ann, c), **kw)) for c, kw in enumerate(priors_by_threshold)]
+    starts = [two_coin.majority_vote_start(binary_annotations(ann, c), **kw)
+              for c, kw in enumerate(priors_by_threshold)]
     out = {"sensitivity": np.stack([s["sensitivity"] for s in starts], axis=-1),
            "specificity": np.stack([s["specificity"] for s in starts], axis=-1)}
     if ann.features is None:
@@ -388,7 +388,7 @@ def _cumulative_start(ann, priors_by_threshold) -> dict:
 
 def _build_cumulative(ann, pri_list) -> pm.Model:
     T = ann.n_classes - 1
-    pri = two_coin._priors(binary_annotations(ann, 0), **pri_list[0])
+    pri = two_coin.parse_priors(binary_annotations(ann, 0), **pri_list[0])
     sa = np.stack([kw["sensitivity_prior"][0] for kw in pri_list], axis=-1)
     sb = np.stack([kw["sensitivity_prior"][1] for kw in pri_list], axis=-1)
     pa = np.stack([kw["specificity_prior"][0] for kw in pri_list], axis=-1)

@@ -41,7 +41,7 @@ turning per-annotator *scores* into weights ``w = score / sum(score)``:
 Beyond the paper: :func:`build_model` is the base learners in PyMC (a Dirichlet
 on each annotator's class proportions, Normal class means and structured
 covariances, every annotator's labels observed; with flat priors ``fit_map``
-equals the maximum-likelihood fit of :func:`crowd_models.edda.fit_edda`), and
+equals the maximum-likelihood fit of :func:`crowd_models.models.edda.fit_edda`), and
 :func:`stack_posterior` stacks posterior draws of the base learners, giving
 predictive class probabilities with uncertainty; :func:`bootstrap_weights`
 resamples items to show how uncertain a strategy's weights are.
@@ -62,9 +62,9 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from crowd_models import _dims as D
-from crowd_models import edda
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import edda
 
 __all__ = [
     "STRATEGIES",
@@ -194,7 +194,7 @@ def fit_base_learners(annotations: Annotations, covariance: str = "EEE", **edda_
     or ``"best"`` (each annotator's structure chosen by BIC, the paper's EDDA
     base learners). Returns ``{annotator id: fit}``; the fits have
     ``proportions``, ``means``, ``covariances`` in ``annotations.classes`` order
-    and ``predict_proba``. Uses :func:`crowd_models.edda.fit_edda`; keyword
+    and ``predict_proba``. Uses :func:`crowd_models.models.edda.fit_edda`; keyword
     arguments go to it (e.g. ``shrinkage=1.0``, a conjugate-style prior that
     keeps the covariances of small classes non-singular: with flat ML, VVV
     needs more labelled items than features in every class of every annotator

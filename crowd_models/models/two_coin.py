@@ -31,7 +31,8 @@ from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 
-__all__ = ["build_model", "em", "simulate", "decoupled", "predict", "DEFAULT_PRIORS"]
+__all__ = ["build_model", "em", "simulate", "decoupled", "predict", "parse_priors",
+           "majority_vote_start", "DEFAULT_PRIORS"]
 
 DEFAULT_PRIORS = dict(
     sensitivity_prior=(3.0, 2.0),
@@ -240,6 +241,53 @@ def _start(annotations, pri):
     """The majority-vote start shared by :func:`em` and :func:`build_model`."""
     mu = majority_vote(annotations).values[:, 1]
     return _m_step(annotations, mu, pri)
+
+
+def parse_priors(annotations: Annotations, **priors) -> dict:
+    """The priors as the arrays the model, the EM and the start use.
+
+    Parameters
+    ----------
+    annotations : Annotations with two classes.
+    **priors
+        The prior keywords of :func:`build_model`; missing ones take
+        :data:`DEFAULT_PRIORS`. Bad values raise the family's messages.
+
+    Returns
+    -------
+    dict
+        Parsed priors (Beta pairs over annotators, the classifier's precisions).
+        The cumulative ordinal model, whose binary problems are two-coin ones,
+        shares them.
+
+    Examples
+    --------
+    >>> parse_priors(ann, sensitivity_prior=(5, 2))["sens"]
+    """
+    return _priors(annotations, **{**DEFAULT_PRIORS, **priors})
+
+
+def majority_vote_start(annotations: Annotations, **priors) -> dict:
+    """The start of :func:`em` and ``fit_map``: the M-step applied to the soft
+    majority vote.
+
+    Parameters
+    ----------
+    annotations : Annotations with two classes.
+    **priors
+        The prior keywords of :func:`build_model`.
+
+    Returns
+    -------
+    dict
+        Parameter values by variable name (``sensitivity``, ``specificity`` and
+        ``prevalence`` or ``coef``/``intercept``).
+
+    Examples
+    --------
+    >>> majority_vote_start(ann)["sensitivity"]
+    """
+    return _start(annotations, parse_priors(annotations, **priors))
 
 
 # ----------------------------------------------------------------- factory
