@@ -22,6 +22,20 @@ MC_SEED = 2009
 """Seed of those draws, so that a summary is reproducible."""
 
 
+def posterior_of(fit) -> xr.Dataset:
+    """The posterior Dataset of a fit: a DataTree's ``posterior`` group, or an EM Dataset."""
+    if isinstance(fit, xr.Dataset):
+        return fit
+    if isinstance(fit, xr.DataTree):
+        if "posterior" not in fit.children:
+            raise ValueError("this DataTree has no posterior group.")
+        return fit["posterior"].to_dataset()
+    raise TypeError(
+        f"expected a fit (an EM xarray.Dataset, or a DataTree from fit_map/sample), got "
+        f"{type(fit).__name__}."
+    )
+
+
 def check_ci_prob(ci_prob) -> float:
     """``ci_prob`` as a float strictly between 0 and 1, or a ``ValueError``."""
     if isinstance(ci_prob, bool) or not isinstance(ci_prob, int | float | np.number):

@@ -8,7 +8,7 @@ import pytest
 from scipy.special import logit
 
 import crowd_models as cm
-from crowd_models import inference
+from crowd_models import _samplers, inference
 from crowd_models.models import two_coin
 
 from .conftest import RADIOLOGISTS
@@ -34,7 +34,7 @@ def sampler_calls(monkeypatch):
     """Records the start (value variables, unconstrained) that each sample() call
     hands to PyMC's NUTS; ``.chain_starts`` replaces the jittered chain starts."""
     calls = _Calls()
-    real_nuts, real_jitter = inference._pymc_nuts, inference._jittered_starts
+    real_nuts, real_jitter = inference._pymc_nuts, _samplers._jittered_starts
 
     def nuts(model, fns, parts, shapes, **kwargs):
         calls.append({"parts": [np.array(p) for p in parts], "names": list(fns.free_names)})
@@ -45,7 +45,7 @@ def sampler_calls(monkeypatch):
         return starts if calls.chain_starts is None else calls.chain_starts(x0)
 
     monkeypatch.setattr(inference, "_pymc_nuts", nuts)
-    monkeypatch.setattr(inference, "_jittered_starts", jitter)
+    monkeypatch.setattr(_samplers, "_jittered_starts", jitter)  # where _pymc_nuts finds it
     return calls
 
 
