@@ -319,3 +319,21 @@ def test_the_report_says_where_its_intervals_come_from(files, tmp_path, capsys):
     draws = fit["laplace"]["sensitivity"].values[0]
     np.testing.assert_allclose(table["sensitivity_lower"], np.quantile(draws, 0.05, axis=0),
                                rtol=1e-6)
+
+
+def test_laplace_is_skipped_with_its_reason():
+    from crowd_models.cli._commands import LAPLACE_MAX_PARAMETERS, _intervals_text, _laplace_skipped
+
+    many = two_coin.simulate(sensitivity=np.full(1100, 0.8), specificity=np.full(1100, 0.8),
+                             n_items=3000, labels_per_item=3, rng=np.random.default_rng(0))
+    model = two_coin.build_model(many)
+    size = 2 * many.n_annotators + 1  # sensitivity, specificity, prevalence
+    assert size > LAPLACE_MAX_PARAMETERS
+    assert _laplace_skipped(model, "two-coin") == (
+        f"{size} free parameters, above the Laplace limit of {LAPLACE_MAX_PARAMETERS}")
+    assert "exact zeros" in _laplace_skipped(model, "feature-accuracy")
+    small = two_coin.build_model(two_coin.simulate(sensitivity=[0.9, 0.8], specificity=[0.9, 0.8],
+                                                   n_items=20, rng=np.random.default_rng(1)))
+    assert _laplace_skipped(small, "two-coin") is None
+    text = _intervals_text("map", None, None, False, None)
+    assert "its Hessian at the mode is not positive definite" in text

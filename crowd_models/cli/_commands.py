@@ -56,15 +56,17 @@ Hessian costs two gradient evaluations per parameter, and its covariance grows
 with their square)."""
 
 
-def _laplace_applies(model, name: str) -> bool:
-    """Whether ``--method map`` computes Laplace draws for this model."""
+def _laplace_skipped(model, name: str) -> str | None:
+    """Why ``--method map`` computes no Laplace draws for this model (None: it does)."""
     if name == "feature-accuracy":  # the lasso mode has exact zeros: no curvature there
-        return False
+        return "the lasso mode has exact zeros, where the posterior has no curvature"
     size = sum(int(np.size(v)) for v in model.initial_point().values())
-    return size <= LAPLACE_MAX_PARAMETERS
+    if size > LAPLACE_MAX_PARAMETERS:
+        return f"{size} free parameters, above the Laplace limit of {LAPLACE_MAX_PARAMETERS}"
+    return None
 
 
-def _intervals_text(method: str, fit, drawn, conditional: bool) -> str:
+def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | None) -> str:
     """Where the report's intervals come from, in one line."""
     if method == "nuts":
         return "90% equal-tailed, over the NUTS draws"
@@ -79,9 +81,9 @@ def _intervals_text(method: str, fit, drawn, conditional: bool) -> str:
     if method == "em":
         return ("90% equal-tailed, from EM's conjugate approximations (Beta, Dirichlet rows, "
                 "Gamma) where the family stores them; --method nuts for the full posterior")
-    return ("none for this MAP fit (no Laplace approximation: a lasso mode, more than "
-            f"{LAPLACE_MAX_PARAMETERS} parameters, or a Hessian that is not positive "
-            "definite); --method em for EM's approximations, --method nuts for the posterior")
+    why = skipped or "its Hessian at the mode is not positive definite"
+    return (f"none for this MAP fit (no Laplace approximation: {why}); --method em for EM's "
+            f"approximations, --method nuts for the posterior")
 
 
 def run_fit(args, argv=None) -> int:
@@ -121,14 +123,15 @@ def run_fit(args, argv=None) -> int:
             em_fit = family.em(ann, **options)
         except ValueError as err:  # the data do not suit the family (e.g. 3 classes, two-coin)
             raise InputError(str(err)) from None
-    fit = em_fit
+    fit, skipped = em_fit, None
     if args.method in ("map", "nuts"):
         progress.step("building and optimising the PyMC model (MAP)")
         try:
             model = family.build_model(ann, **options)
         except ValueError as err:
             raise InputError(str(err)) from None
-        laplace = args.method == "map" and _laplace_applies(model, plan.model)
+        skipped = _laplace_skipped(model, plan.model) if args.method == "map" else None
+        laplace = args.method == "map" and skipped is None
         # no EM: the model's majority-vote start; Laplace draws for the intervals
         fit = cm.fit_map(model, start=em_fit, laplace=laplace,
                          random_seed=0 if plan.nuts["seed"] is None else plan.nuts["seed"])
@@ -171,7 +174,7 @@ def run_fit(args, argv=None) -> int:
             "command": shlex.join(["crowd-models", *(argv or [])])}
     if args.continuous:
         info.update(bias=int(args.bias), scale=int(args.scale))
-    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional)
+    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
     if args.method == "nuts":
         info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
                     tune=plan.nuts["tune"], chains=plan.nuts["chains"])
