@@ -36,6 +36,11 @@ def posterior_of(fit) -> xr.Dataset:
     )
 
 
+def has_laplace(fit) -> bool:
+    """Whether a fit carries Laplace draws (``fit_map(..., laplace=True)``)."""
+    return isinstance(fit, xr.DataTree) and "laplace" in fit.children
+
+
 def check_ci_prob(ci_prob) -> float:
     """``ci_prob`` as a float strictly between 0 and 1, or a ``ValueError``."""
     if isinstance(ci_prob, bool) or not isinstance(ci_prob, int | float | np.number):

@@ -21,7 +21,7 @@ from scipy.optimize import linear_sum_assignment
 
 from crowd_models import _compiled, _trust
 from crowd_models import _dims as D
-from crowd_models._fits import posterior_of
+from crowd_models._fits import has_laplace, posterior_of
 from crowd_models._optimise import (  # noqa: F401  (constants tests and benchmarks read)
     _METHOD_OPTIONS,
     EM_AGREEMENT,
@@ -237,7 +237,7 @@ def laplace_fit(fit) -> xr.DataTree:
     """A ``fit_map(..., laplace=True)`` fit as a many-draw DataTree: its ``laplace``
     draws as the ``posterior`` (with the data groups), which the report's tables
     (``cm.report.annotator_summary``) summarise like NUTS draws."""
-    if not isinstance(fit, xr.DataTree) or "laplace" not in fit.children:
+    if not has_laplace(fit):
         raise ValueError("laplace_fit needs a fit from fit_map(model, laplace=True) (a "
                          "DataTree with a 'laplace' group).")
     groups = {"posterior": xr.DataTree(fit["laplace"].to_dataset())}

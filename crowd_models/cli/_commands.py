@@ -105,10 +105,10 @@ def run_fit(args, argv=None) -> int:
     out = Path(args.out)
     entries = _check_out(out, args.force)
 
-    import xarray as xr
 
     import crowd_models as cm
     from crowd_models import report
+    from crowd_models._fits import has_laplace
     from crowd_models.inference import laplace_fit
     from crowd_models.models import MODELS
 
@@ -147,8 +147,7 @@ def run_fit(args, argv=None) -> int:
 
     progress.step(f"writing the report to {out}")
     summarise = getattr(family, "annotator_summary", None)
-    drawn = laplace_fit(fit) if isinstance(fit, xr.DataTree) and "laplace" in fit.children \
-        else fit  # a MAP fit's Laplace draws give its intervals
+    drawn = laplace_fit(fit) if has_laplace(fit) else fit  # a MAP fit's Laplace intervals
     table = report.annotator_summary(drawn) if summarise is None else summarise(
         drawn, annotations=ann)
     conditional = (args.continuous and args.method != "nuts" and em_fit is not None
@@ -194,7 +193,7 @@ def run_fit(args, argv=None) -> int:
             figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
             plt.close(figure)
         saved = fit
-        if isinstance(fit, xr.DataTree) and "laplace_approximation" in fit.children:
+        if has_laplace(fit) and "laplace_approximation" in fit.children:
             # the draws stay; the Gaussian's covariance (parameters squared) does not
             saved = fit.copy()
             del saved["laplace_approximation"]

@@ -119,7 +119,13 @@ from scipy.special import gammaln
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models._fits import check_ci_prob, draw_matrix, item_draws, summarise_draws
+from crowd_models._fits import (
+    check_ci_prob,
+    draw_matrix,
+    item_draws,
+    labels_per_annotator,
+    summarise_draws,
+)
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
@@ -996,24 +1002,22 @@ def _stats(draws: np.ndarray, ci_prob: float) -> dict:
 
 
 def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
+    """Labels per annotator of the fit's annotators, from ``annotations`` or the fit."""
     annotators = pd.Index(post[D.ANNOTATOR].values)
     if annotations is not None:
         counts = pd.Series(annotations.n_labels(), index=annotations.annotators)
+        counts = counts.reindex(annotators)
     else:
-        source = post["n_labels"] if "n_labels" in post else None
-        if source is None and isinstance(fit, xr.DataTree) and "constant_data" in fit.children:
-            const = fit["constant_data"].to_dataset()
-            source = const["n_labels"] if "n_labels" in const else None
-        if source is None:
+        counts = labels_per_annotator(fit, post, annotators)
+        if counts.isna().all():
             raise ValueError(
                 "the fit does not record the labels per annotator (n_labels); pass "
                 "annotations=... ."
             )
-        counts = pd.Series(np.asarray(source.values), index=pd.Index(source[D.ANNOTATOR].values))
-    missing = annotators[~annotators.isin(counts.index)]
+    missing = annotators[counts.isna().to_numpy()]
     if len(missing):
         raise ValueError(f"no label counts for annotator(s) {list(missing[:5])}.")
-    return counts.reindex(annotators).to_numpy(dtype=float)
+    return counts.to_numpy(dtype=float)
 
 
 def _expert_precision(resid, var, offset: bool, scale: float) -> float:

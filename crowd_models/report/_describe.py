@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from crowd_models import _dims as D
-from crowd_models._fits import n_samples
+from crowd_models._fits import has_laplace, n_samples
 from crowd_models.report._confusion import _is_one_coin
 
 _FAMILY_NAMES = {"two_coin": "two-coin", "dawid_skene": "Dawid-Skene", "ordinal": "ordinal",
@@ -46,7 +46,7 @@ def _fit_family(fit, post: xr.Dataset) -> tuple[str, str]:
 
 def _fit_method(fit, post: xr.Dataset) -> str:
     """The fitting method of a fit for titles: EM, MAP or NUTS (or the recorded name)."""
-    if isinstance(fit, xr.DataTree) and "laplace" in fit.children:
+    if has_laplace(fit):
         return _METHOD_NAMES["laplace"]
     method = getattr(fit, "attrs", {}).get("method")
     if isinstance(method, str) and method:

@@ -16,6 +16,7 @@ from crowd_models._fits import (
     annotator_vector,
     check_ci_prob,
     draw_matrix,
+    has_laplace,
     is_annotator_measure,
     item_draws,
     labels_per_annotator,
@@ -130,19 +131,15 @@ def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
 def _with_draws(fit):
     """A MAP fit with Laplace draws (``fit_map(..., laplace=True)``) as those draws;
     any other fit as it is."""
-    if isinstance(fit, xr.DataTree) and "laplace" in fit.children:
-        return laplace_fit(fit)
-    return fit
+    return laplace_fit(fit) if has_laplace(fit) else fit
 
 
 def _threshold_summary(fit, post: xr.Dataset, ci_prob: float, rank_by) -> pd.DataFrame:
     """The cumulative ordinal table: the two-coin table of each threshold's binary
     problem, one row per (annotator, threshold)."""
-    if "n_labels" not in post and isinstance(fit, xr.DataTree) and (
-            "constant_data" in fit.children):
-        const = fit["constant_data"].to_dataset()
-        if "n_labels" in const:
-            post = post.assign(n_labels=const["n_labels"])
+    counts = labels_per_annotator(fit, post, pd.Index(post[D.ANNOTATOR].values))
+    if counts.notna().any():  # carried into each threshold's one-draw table
+        post = post.assign(n_labels=(D.ANNOTATOR, counts.to_numpy()))
     keep = [n for n in post.data_vars
             if n.startswith(("sensitivity", "specificity")) or n == "n_labels"]
     tables = []
