@@ -231,14 +231,9 @@ def split_vector(x: np.ndarray, shapes) -> list[np.ndarray]:
     return out
 
 
-def elementwise_loglik(model: pm.Model) -> list:
-    """Each observed variable's log-density, element by element (symbolic)."""
-    return model.logp(vars=model.observed_RVs, sum=False)
-
-
-def hessp_graph(loss, value_vars):
-    """Symbolic Hessian-vector product of ``loss``: (placeholders p, H @ p per variable)."""
-    grads = pt.grad(loss, value_vars)
+def hessp_graph(grads, value_vars):
+    """Symbolic Hessian-vector product from a loss's gradient ``grads`` (one per value
+    variable): (placeholders p, H @ p per variable)."""
     ps = [v.type(name=f"{v.name}_p") for v in value_vars]
     inner = pt.add(*[pt.sum(g * p) for g, p in zip(grads, ps, strict=True)])
     return ps, pt.grad(inner, value_vars)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pymc.backends.arviz
+import pytensor
 import pytensor.tensor as pt
 import xarray as xr
 
@@ -30,22 +31,40 @@ class _Functions:
                              "continuous (the families sum the discrete truth out).")
         self.free_names = [model.values_to_rvs[v].name for v in self.value_vars]
         self._bound = {}
+        self._loss = None
         self.progressbar = False  # set by fit_map/sample: show compiles
 
     def _get(self, kind, build):
         bound = self._bound.get(kind)
         if bound is None:
-            inputs, outputs = build()
+            # graphs are rebuilt for every model (to look the compiled function up):
+            # without PyTensor's stack capture per node, which costs as much as the
+            # rest of the building (it only annotates errors in these graphs)
+            with pytensor.config.change_flags(traceback__limit=0):
+                inputs, outputs = build()
             bound = self._bound[kind] = _compiled.model_function(
                 self.model, kind, inputs, outputs, progressbar=self.progressbar)
         else:
             bound.refresh()
         return bound
 
+    def _map_loss(self):
+        """(minus the log density without the Jacobian, its gradient, each observed
+        variable's element-wise log density): one PyMC logp construction shared by
+        the MAP's functions."""
+        if self._loss is None:
+            model = self.model
+            terms = model.logp(jacobian=False, sum=False)  # free, observed, potentials
+            loss = -pt.add(*[pt.sum(t) for t in terms])
+            n_free = len(model.free_RVs)
+            self._loss = (loss, pt.grad(loss, self.value_vars),
+                          terms[n_free:n_free + len(model.observed_RVs)])
+        return self._loss
+
     def logp_grad(self):
         def build():
-            loss = -self.model.logp(jacobian=False)
-            return self.value_vars, [loss, *pt.grad(loss, self.value_vars)]
+            loss, grads, _ = self._map_loss()
+            return self.value_vars, [loss, *grads]
         return self._get("logp_grad", build)
 
     def nuts_logp_grad(self):
@@ -57,8 +76,8 @@ class _Functions:
 
     def hessp(self):
         def build():
-            loss = -self.model.logp(jacobian=False)
-            ps, hp = _compiled.hessp_graph(loss, self.value_vars)
+            _, grads, _ = self._map_loss()
+            ps, hp = _compiled.hessp_graph(grads, self.value_vars)
             return [*self.value_vars, *ps], hp
         return self._get("hessp", build)
 
@@ -107,7 +126,7 @@ class _Functions:
             wanted = set(free) | set(dets)
             unobserved = {v.name: v for v in model.unobserved_value_vars if v.name in wanted}
             outs = [unobserved[n] for n in (*free, *dets)]
-            outs += _compiled.elementwise_loglik(model)
+            outs += self._map_loss()[2]  # the observed variables' terms
             return self.value_vars, outs
         return self._get("point", build)
 

@@ -14,7 +14,7 @@ import pymc.backends.arviz
 from pytensor.compile.sharedvalue import SharedVariable
 from threadpoolctl import threadpool_limits
 
-from crowd_models import _compiled
+from crowd_models import _compiled, _kernels
 from crowd_models import _dims as D
 from crowd_models._points import _untransformed_point
 
@@ -248,6 +248,7 @@ def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, core
     """NumPyro through ``pm.sample`` (JAX; compiles on every call): (value-variable
     draws, stats)."""
     post_start = _untransformed_point(model, parts)
+    _kernels.register_jax()  # the long-table operation's JAX form
     idata = pm.sample(
         draws=draws, tune=tune, chains=chains, cores=cores, model=model,
         random_seed=random_seed, initvals=post_start, nuts_sampler=nuts_sampler,

@@ -198,6 +198,33 @@ def test_fit_logistic_is_the_penalised_optimum(rng):
     assert free_intercept > intercept + 0.5
 
 
+def test_fit_logistic_stops_only_when_every_step_is_small(rng):
+    # a feature that is zero everywhere has a Newton step of exactly 0 at every
+    # iteration: a stop on the smallest step would return after one step
+    X = np.hstack([rng.standard_normal((200, 2)), np.zeros((200, 1))])
+    target = expit(X[:, :2] @ [2.0, -1.5] + 0.5)
+    coef, intercept = two_coin._fit_logistic(X, target, np.eye(3), 1.0)
+    resid = target - expit(X @ coef + intercept)
+    np.testing.assert_allclose(X.T @ resid, coef, atol=1e-9)
+    np.testing.assert_allclose(resid.sum(), intercept, atol=1e-9)
+    assert coef[2] == 0.0
+
+
+def test_gaussian_log_prior_is_pymcs_including_the_flat_case(rng):
+    # the classifier prior of the EM's log posterior: a zero precision is PyMC's
+    # Flat (log density 0, what build_model uses), otherwise the Gaussian density
+    import pymc as pm
+
+    x = rng.normal(size=3)
+    assert two_coin._gaussian_logpdf(x, np.zeros((3, 3))) == 0.0
+    assert float(pm.logp(pm.Flat.dist(shape=3), x).sum().eval()) == 0.0
+    precision = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
+    ref = stats.multivariate_normal(np.zeros(3), np.linalg.inv(precision)).logpdf(x)
+    np.testing.assert_allclose(two_coin._gaussian_logpdf(x, precision), ref, rtol=1e-12)
+    np.testing.assert_allclose(two_coin._gaussian_logpdf(0.7, 4.0),
+                               stats.norm(0, 0.5).logpdf(0.7), rtol=1e-12)
+
+
 def test_em_with_features_is_a_stationary_point_of_the_log_posterior(sim_features):
     # strong Gaussian priors on the classifier: at EM's fixed point the gradient of
     # the log posterior in (coef, intercept) is X'(mu - p) - precision * theta = 0

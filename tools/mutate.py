@@ -53,7 +53,8 @@ TARGETS = {
                  ["_log_confusion", "_log_prior_classes", "_log_prior_params", "_fit_logistic",
                   "_m_step", "_gaussian_logpdf"],
                  ["tests/test_two_coin.py", "-k",
-                  "fixed_point or flat_priors or fit_logistic or stationary or log_posterior"]),
+                  "fixed_point or flat_priors or fit_logistic or stationary or log_posterior "
+                  "or gaussian_log_prior"]),
     "dawid_skene": ("crowd_models/models/dawid_skene.py",
                     ["_one_coin_confusion", "_expected_counts", "_m_step", "_log_prior_params"],
                     ["tests/test_em_kernels.py", "tests/test_dawid_skene.py", "-k",
