@@ -1,6 +1,7 @@
 """The Dawid-Skene family: marginal likelihood, EM, MAP = EM, K = 2 = two-coin, NUTS."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ from scipy import stats
 from scipy.special import softmax
 
 import crowd_models as cm
+from crowd_models.data import Annotations
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import two_coin
 
@@ -246,3 +248,25 @@ def test_nuts_recovers_confusions(variant):
     inside = (conf >= lo) & (conf <= hi)
     assert inside.mean() >= 0.8
     assert assert_estimates_inside_intervals(cm.report.annotator_summary(idata)) >= 5 * 4
+
+
+def test_dawid_skene_em_gives_a_row_without_evidence_the_uniform_distribution():
+    # flat priors, annotators who never disagree: annotator C labels only items
+    # that are certainly "x", so its row for true class "y" has no expected
+    # counts at all (they underflow to 0); the M-step's 0/0 there is 1/K. So is
+    # D's, whose one label gives its "x" row a total count of exactly 1
+    rows = [(i, a, "x") for i in range(10) for a in "ABC"]
+    rows += [(i, a, "y") for i in range(10, 20) for a in "AB"]
+    rows += [(0, "D", "x")]  # one label: its row for "x" holds a single count
+    ann = Annotations.from_frame(pd.DataFrame(rows, columns=["item", "annotator", "label"]),
+                                 item="item", annotator="annotator", label="label")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # estimates on the boundary
+        fit = ds.em(ann, confusion_prior=(1.0, 1.0), prevalence_prior=1.0)
+    conf = fit["confusion"].values[0, 0]
+    np.testing.assert_array_equal(conf[2, 1], [0.5, 0.5])
+    np.testing.assert_array_equal(conf[:2], np.broadcast_to(np.eye(2), (2, 2, 2)))
+    np.testing.assert_array_equal(conf[2, 0], [1.0, 0.0])
+    np.testing.assert_array_equal(conf[3], [[1.0, 0.0], [0.5, 0.5]])
+    # every item's marginal is its class's prevalence, 1/2
+    np.testing.assert_allclose(fit.attrs["log_posterior"], 20 * np.log(0.5), rtol=1e-12)
