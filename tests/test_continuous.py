@@ -590,6 +590,24 @@ def test_loo_compare_ranks_the_variants(noise, best):
 
 
 @pytest.mark.slow
+def _plain_mean_average_correlation():
+    """Pearson r of each item's mean label with the expert's score, averaged over
+    the affect emotions (NumPy on the loaded codes, not the library's fits)."""
+    rs = []
+    for emotion in cm.datasets.AFFECT_EMOTIONS:
+        a = cm.datasets.load_affect(emotion)
+        means = (np.bincount(a.item_idx, weights=a.labels, minlength=a.n_items)
+                 / np.bincount(a.item_idx, minlength=a.n_items))
+        rs.append(np.corrcoef(means, a.gold)[0, 1])
+    return float(np.mean(rs))
+
+
+def test_plain_mean_average_correlation_is_0_712():
+    # the figure the continuous family's (retired) affect target was set against,
+    # from the loaders alone
+    assert _plain_mean_average_correlation() == pytest.approx(0.712, abs=5e-4)
+
+
 def test_case_study_runs_fast():
     import re
     from pathlib import Path
@@ -603,9 +621,9 @@ def test_case_study_runs_fast():
                       r"best_model=(\S+)$", result.stdout, re.MULTILINE)
     assert found, "no RESULT affect_average_corr line"
     mean, best = float(found.group(1)), float(found.group(2))
-    # the acceptance number, printed by the case study: the plain mean's average r is
-    # 0.712 and no variant beats it on this data (best 0.70, see the case study)
-    assert mean == pytest.approx(0.7119, abs=1e-3)
+    # the plain mean's average r over the seven emotions (0.712), computed here from
+    # the labels; no variant beats it on this data (best 0.70, see the case study)
+    assert mean == pytest.approx(_plain_mean_average_correlation(), abs=1e-4)
     assert 0.6 < best < mean + 0.02
     # why: weights measured against the expert on the same headlines lift r by
     # about 0.04, but measured on the other six emotions (out of sample) by

@@ -128,6 +128,33 @@ def test_class_probabilities_repair_and_counts():
     np.testing.assert_allclose(counts["most_negative"], -0.05)
 
 
+def test_class_probabilities_repair_normalises_each_row_of_draws():
+    # (draw, item, threshold): the repair renormalises over the classes (last axis)
+    exceed = np.array([[[0.9, 0.95, 0.2], [0.8, 0.5, 0.1]],
+                       [[0.6, 0.7, 0.65], [0.3, 0.2, 0.1]]])
+    repaired, raw = ordinal.class_probabilities(exceed)
+    assert repaired.shape == raw.shape == (2, 2, 4)
+    np.testing.assert_allclose(repaired.sum(axis=-1), 1, rtol=1e-12)
+    np.testing.assert_allclose(repaired[1, 0], np.array([0.4, 0, 0.05, 0.65]) / 1.1)
+
+
+def test_binary_annotations_keep_negative_gold_unknown_and_split_the_rest():
+    # levels 1..4; threshold 1 asks "level > 2": labels and gold split the same way,
+    # gold -1 (unknown) stays unknown
+    df = pd.DataFrame({"item": list("abcde"), "annotator": list("xyxyx"),
+                       "label": [1, 2, 3, 4, 2]})
+    ann = cm.Annotations.from_frame(df, item="item", annotator="annotator", label="label",
+                                    classes=[1, 2, 3, 4], gold={"a": 4, "b": 2, "d": 3, "e": 1})
+    assert list(ann.gold) == [3, 1, -1, 2, 0]
+    for threshold, labels, gold in ((0, [0, 1, 1, 1, 1], [1, 1, -1, 1, 0]),
+                                    (1, [0, 0, 1, 1, 0], [1, 0, -1, 1, 0]),
+                                    (2, [0, 0, 0, 1, 0], [1, 0, -1, 0, 0])):
+        binary = ordinal.binary_annotations(ann, threshold)
+        assert list(binary.classes) == [0, 1]
+        assert list(binary.labels) == labels
+        assert list(binary.gold) == gold
+
+
 def test_em_is_a_fixed_point_of_each_thresholds_two_coin_em(sim_cumulative):
     """Each threshold c is the two-coin problem "level > c": at the EM's answer an
     E-step by Bayes' rule (written out here) gives ``exceed_prob``, and the
