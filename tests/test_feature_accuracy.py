@@ -451,3 +451,18 @@ def test_regularised_horseshoe_separates_signal_from_noise():
     median = coef.median(("chain", "draw")).values
     assert np.all(np.abs(median[~signal]) <= np.abs(oracle[~signal]) + 0.02)
     assert np.median(np.abs(median[~signal])) < 0.05
+
+
+def test_gaussian_terms_of_the_log_posterior_are_pymcs_including_flat():
+    # the intercepts' priors in the EM's log posterior: precision 0 is PyMC's Flat
+    # (log density 0, what build_model uses), otherwise the normal density
+    import pymc as pm
+
+    from crowd_models.models import feature_accuracy as fa
+
+    assert fa._gauss(0.8, 0.0) == 0.0
+    assert float(pm.logp(pm.Flat.dist(), 0.8).eval()) == 0.0
+    np.testing.assert_allclose(fa._gauss(0.8, 4.0), stats.norm(0, 0.5).logpdf(0.8),
+                               rtol=1e-12)
+    np.testing.assert_allclose(fa._gauss([0.8, -1.2], 1.0), stats.norm.logpdf([0.8, -1.2]).sum(),
+                               rtol=1e-12)
