@@ -639,3 +639,14 @@ def test_case_study_runs_fast():
     figures = root / "case_studies" / "figures" / "continuous_affect"
     for name in ("correlation_by_emotion.png", "snow_curve.png", "workers_valence.png"):
         assert (figures / name).stat().st_size > 10_000
+
+
+def test_gamma_prior_of_the_log_posterior_is_scipys():
+    # shapes 1 and 2 (the defaults) have gammaln(a) = 0: check a shape where the
+    # normalising constant shows, and the flat case
+    from crowd_models.models import continuous as cont
+
+    x = np.array([0.4, 1.7, 3.2])
+    np.testing.assert_allclose(cont._gamma_logpdf_nojac(x, 3.5, 2.0, False),
+                               stats.gamma(3.5, scale=0.5).logpdf(x).sum(), rtol=1e-12)
+    assert cont._gamma_logpdf_nojac(x, 3.5, 2.0, True) == 0.0

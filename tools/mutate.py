@@ -70,7 +70,7 @@ TARGETS = {
     "continuous": ("crowd_models/models/continuous.py",
                    ["_m_step", "_gamma_logpdf_nojac", "_normal_logpdf", "_log_prior"],
                    ["tests/test_continuous.py", "-k",
-                    "fixed_point or flat_priors or log_posterior or recovers"]),
+                    "fixed_point or flat_priors or log_posterior or recovers or map_equals_em"]),
     "data": ("crowd_models/data.py",
              ["Annotations.n_labels", "Annotations.class_counts", "Annotations.select",
               "Annotations.gold_series"],
