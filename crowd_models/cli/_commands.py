@@ -105,7 +105,6 @@ def run_fit(args, argv=None) -> int:
     out = Path(args.out)
     entries = _check_out(out, args.force)
 
-
     import crowd_models as cm
     from crowd_models import report
     from crowd_models._fits import has_laplace
