@@ -60,6 +60,11 @@ class ScatterRows(Op):
     def perform(self, node, inputs, output_storage):
         values, dst, src, n_out = inputs
         rows = len(n_out) if self.rows_like else int(n_out)
+        if len(dst) != len(src):
+            raise ValueError("scatter_rows: dst and src differ in length")
+        if len(dst) and (dst.min() < 0 or dst.max() >= rows
+                         or src.min() < 0 or src.max() >= len(values)):
+            raise IndexError("scatter_rows: an index lies outside its table")
         out = np.zeros((rows, values.shape[1]), dtype=values.dtype)
         np.add.at(out, dst, values[src])
         output_storage[0][0] = out
@@ -88,6 +93,11 @@ def scatter_rows(values, dst, src, n_out):
     return ScatterRows()(values, dst, src, n_out)
 
 
+# PyTensor keys numba's disk cache on the op's type and props only: bump this
+# whenever the loop below changes, or a stale compiled loop is served.
+_NUMBA_LOOP_VERSION = 2
+
+
 @register_funcify_default_op_cache_key(ScatterRows)
 def _numba_scatter_rows(op, node, **kwargs):
     rows_like = op.rows_like
@@ -95,15 +105,21 @@ def _numba_scatter_rows(op, node, **kwargs):
     @numba_njit
     def scatter(values, dst, src, n_out):
         k = values.shape[1]
+        n_in = values.shape[0]
         rows = n_out.shape[0] if rows_like else n_out.item()
+        if dst.shape[0] != src.shape[0]:
+            raise ValueError("scatter_rows: dst and src differ in length")
         out = np.zeros((rows, k), dtype=values.dtype)
         for e in range(dst.shape[0]):
             d, s = dst[e], src[e]
+            # codes set by hand (pm.set_data) may lie outside the tables
+            if d < 0 or d >= rows or s < 0 or s >= n_in:
+                raise IndexError("scatter_rows: an index lies outside its table")
             for c in range(k):
                 out[d, c] += values[s, c]
         return out
 
-    return scatter
+    return scatter, _NUMBA_LOOP_VERSION
 
 
 _JAX_REGISTERED = False

@@ -93,3 +93,19 @@ def test_pushforward_is_the_operation_on_the_tangent(table):
 def test_scatter_rows_refuses_wrong_types(args, match):
     with pytest.raises(TypeError, match=match):
         scatter_rows(*args)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_scatter_rows_refuses_indices_outside_the_tables(table, mode):
+    # codes set by hand with pm.set_data reach the loop unvalidated: an index
+    # beyond either table (or a negative one, which NumPy would wrap) must raise
+    values, dst, src = table
+    v, d, s, n = pt.matrix("v"), pt.ivector("d"), pt.ivector("s"), pt.iscalar("n")
+    fn = pytensor.function([v, d, s, n], scatter_rows(v, d, s, n), mode=mode)
+    fn(values, dst, src, 5)  # the highest valid output row is 4
+    for bad_dst, bad_src, rows in ((dst, src, 4), (dst, src + 1, 5),
+                                   (dst - 1, src, 5), (dst, src - 1, 6)):
+        with pytest.raises(IndexError, match="outside its table"):
+            fn(values, bad_dst, bad_src, rows)
+    with pytest.raises(ValueError, match="differ in length"):
+        fn(values, dst, src[:-1], 5)
