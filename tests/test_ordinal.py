@@ -301,16 +301,20 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
     ann = _tiny_latent()
     model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing,
                                 annotator_cutpoints=own_cuts)
-    # annotator w's offsets (+0.6, -0.6) cross its cut points: they are used sorted
-    offset = np.array([[-0.2, 0.2], [0.1, -0.1], [0.6, -0.6]])
+    # the middle level's interval, per annotator: narrower, wider, much wider
+    ratio = np.array([[-0.4], [0.3], [1.2]])
     values = {"prevalence": np.array([0.2, 0.5, 0.3]), "bias": np.array([0.4, -0.1, -0.2]),
               "noise": np.array([0.7, 1.3, 0.5]), "level_spacing": np.array([0.35, 0.65]),
-              "guess_rate": np.array([0.1, 0.3, 0.05]), "cutpoint_offset": offset}
+              "guess_rate": np.array([0.1, 0.3, 0.05]), "log_width_ratio": ratio}
     point = _unconstrained(model, values)
     cdf = expit if link == "logit" else stats.norm.cdf
     locs = 2 * np.array([0.0, 0.35, 1.0])
     shared = (locs[:-1] + locs[1:]) / 2
-    cuts = [sorted(shared + offset[j]) if own_cuts else shared for j in range(3)]
+    # three levels: an annotator's two cut points straddle the shared ones' midpoint,
+    # exp(ratio) times as far apart
+    half = np.exp(ratio[:, 0]) * (shared[1] - shared[0]) / 2
+    cuts = [shared.mean() + np.array([-half[j], half[j]]) if own_cuts else shared
+            for j in range(3)]
 
     def p_label(j, k, y, guessing=guessing):
         if guessing:
@@ -340,16 +344,18 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
     log_prior += stats.norm.logpdf(values["bias"]).sum()
     if guessing:
         log_prior += stats.beta.logpdf(values["guess_rate"], 1, 4).sum()
-    if own_cuts:  # zero-sum Normal: a Normal density on each row's 1-D subspace
-        sd = ordinal.DEFAULT_PRIORS["offset_sd"]
-        log_prior += (stats.norm.logpdf(offset, scale=sd).sum()
-                      + 3 * 0.5 * np.log(2 * np.pi * sd ** 2))
-        rtol = 1e-9  # PyMC's ZeroSumNormal log-density is 5.7e-9 off this one here
+    if own_cuts:
+        log_prior += stats.norm.logpdf(ratio, scale=ordinal.DEFAULT_PRIORS["width_sd"]).sum()
+        rtol = 1e-9  # PyMC's Normal log-density at sigma = 0.5 is 1.9e-9 per value off scipy's
+        own_graph = model.replace_rvs_by_values([model["annotator_cutpoints"]])[0]
+        own = model.compile_fn(own_graph, inputs=model.value_vars,
+                               on_unused_input="ignore")(point)
+        np.testing.assert_allclose(own, cuts, rtol=1e-13)
     np.testing.assert_allclose(model.compile_logp(jacobian=False)(point),
                                np.log(total) + log_prior, rtol=rtol)
     # the simulator's NumPy confusion is the same cumulative link
     conf = ordinal.latent_confusion(values["bias"], values["noise"], values["level_spacing"],
-                                    link=link, cutpoint_offset=offset if own_cuts else None)
+                                    link=link, log_width_ratio=ratio if own_cuts else None)
     expected = [[[p_label(j, k, y, False) for y in range(3)] for k in range(3)]
                 for j in range(3)]
     np.testing.assert_allclose(conf, expected, rtol=1e-12)
@@ -359,25 +365,33 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
 @pytest.mark.slow
 def test_map_recovers_per_annotator_cutpoints():
     """Two annotators who use the scale unevenly: annotator_0 rarely says the top
-    level (its last cut point raised), annotator_3 rarely the bottom one (its
-    first cut point lowered); the others use the shared cut points."""
-    offset = np.zeros((5, 3))
-    offset[0] = [-0.45, -0.45, 0.9]
-    offset[3] = [-0.9, 0.45, 0.45]
-    sim = ordinal.simulate(**LATENT, cutpoint_offset=offset, n_items=600,
+    level (level 3's interval twice as wide, level 2's narrower), annotator_3
+    rarely the bottom one (the mirror image); the others use the shared cut points."""
+    ratio = np.zeros((5, 2))
+    ratio[0] = [-0.4, 0.7]
+    ratio[3] = [0.7, -0.4]
+    sim = ordinal.simulate(**LATENT, log_width_ratio=ratio, n_items=600,
                            rng=np.random.default_rng(12))
-    np.testing.assert_allclose(sim.truth["cutpoint_offset"].values, offset)
+    np.testing.assert_allclose(sim.truth["log_width_ratio"].values, ratio)
+    shared = sim.truth["cutpoints"].values
+    own = sim.truth["annotator_cutpoints"].values
+    np.testing.assert_allclose(own[[1, 2, 4]], np.broadcast_to(shared, (3, 3)), rtol=1e-12)
+    np.testing.assert_allclose(own.mean(axis=1), shared.mean(), rtol=1e-12)  # bias: no shift
+    np.testing.assert_allclose(np.diff(own[0]), np.diff(shared) * np.exp(ratio[0]), rtol=1e-12)
     # the mode is all this checks: no Newton polish (its Hessian graph compiles slowly)
     fit = cm.fit_map(ordinal.build_model(sim, variant="latent", annotator_cutpoints=True),
                      polish=False)
-    est = fit.posterior["cutpoint_offset"].values[0, 0]
-    np.testing.assert_allclose(est.sum(axis=1), 0, atol=1e-8)
-    assert np.abs(est[[0, 3]] - offset[[0, 3]]).max() < 0.3
+    est = fit.posterior["log_width_ratio"].values[0, 0]
+    assert np.abs(est[[0, 3]] - ratio[[0, 3]]).max() < 0.3
     assert np.abs(est[[1, 2, 4]]).max() < 0.25  # the others stay near the shared points
-    with pytest.raises(ValueError, match="must sum to zero"):
-        ordinal.simulate(**LATENT, cutpoint_offset=offset + 0.1, n_items=5)
-    with pytest.raises(ValueError, match="cutpoint_offset must be a finite"):
-        ordinal.simulate(**LATENT, cutpoint_offset=offset[:, :2], n_items=5)
+    assert fit.posterior["log_width_ratio"].dims[2:] == ("annotator", "inner_level")
+    assert list(fit.posterior["inner_level"].values) == [2, 3]
+    with pytest.raises(ValueError, match="log_width_ratio must be a finite"):
+        ordinal.simulate(**LATENT, log_width_ratio=ratio[:, :1], n_items=5)
+    with pytest.raises(ValueError, match="needs at least 3 levels"):
+        ordinal.build_model(ordinal.simulate(bias=[0.0, 0.1], noise=[1.0, 1.0], n_classes=2,
+                                             n_items=20, rng=1),
+                            variant="latent", annotator_cutpoints=True)
 
 
 

@@ -68,12 +68,18 @@ Two models, chosen with ``variant=``:
     ``model.crowd_start``) or ``cm.sample``. No classifier (features are
     refused).
 
-    ``annotator_cutpoints=True`` adds per-annotator cut-point deviations
-    ``cutpoint_offset`` (annotator, threshold), Normal(0, ``offset_sd``),
-    zero-sum over thresholds (their mean is the bias): each annotator may use
-    the scale unevenly (e.g. rarely say "5"), shrunk toward the shared cut
-    points. An annotator's cut points (shared + offsets) are sorted before
-    use, so they stay ordered whatever the offsets.
+    ``annotator_cutpoints=True`` (K >= 3) gives each annotator its own cut
+    points, so that it may use the scale unevenly (e.g. rarely say "5"),
+    shrunk toward the shared ones: ``log_width_ratio`` (annotator,
+    inner_level), Normal(0, ``width_sd``), is the log of the ratio of the
+    annotator's width of each interior level's interval (levels 2 .. K-1) to
+    the shared width. The annotator's cut points ``annotator_cutpoints``
+    (annotator, threshold) are laid out with those widths and centred on the
+    shared cut points' mean (a shift of them all is the bias). They are
+    ordered by construction, and the map from the ratios to the cut points is
+    one to one, so the posterior has no copies of a mode (an earlier
+    parametrisation, shared cut points plus free offsets then sorted, had one
+    per crossing, and NUTS chains did not mix).
 
 Levels. The annotations' classes must be integers, increasing in the class
 order: 1..K (the loaders ``load_web_search`` and ``load_anesthesia`` give
@@ -113,7 +119,7 @@ from crowd_models.models import two_coin
 __all__ = [
     "build_model", "em", "simulate", "class_probabilities",
     "negative_differences", "binary_annotations", "threshold_names", "latent_confusion",
-    "level_locations", "VARIANTS", "LINKS",
+    "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",
 ]
 
@@ -129,7 +135,7 @@ DEFAULT_PRIORS = dict(
     bias_sd=1.0,
     noise_prior=(2.0, 1.0),
     spacing_prior=5.0,
-    offset_sd=0.5,
+    width_sd=0.5,
     guess_prior=(1.0, 4.0),
 )
 """Weakly informative defaults.
@@ -142,8 +148,9 @@ coefficients and N(0, 10^2) intercepts.
 Latent: ``prevalence_prior=None`` = symmetric Dirichlet(2); Normal(0,
 ``bias_sd`` = 1) biases (in level units); Gamma(shape 2, rate 1) noise (mode 1
 level, mean 2; shape > 1 keeps the mode off zero); Dirichlet(5) level spacing
-(favours equally spaced levels); ``offset_sd`` = 0.5 for the per-annotator
-cut-point offsets; Beta(1, 4) on the guessing rate (mode 0, mean 0.2)."""
+(favours equally spaced levels); ``width_sd`` = 0.5 for the per-annotator
+log width ratios (a ratio within 0.37 .. 2.7 at two sd); Beta(1, 4) on the
+guessing rate (mode 0, mean 0.2)."""
 
 FLAT_PRIORS = dict(
     sensitivity_prior=(1.0, 1.0),
@@ -204,7 +211,8 @@ def binary_annotations(annotations: Annotations, threshold: int) -> Annotations:
 
 
 def _coords(annotations: Annotations) -> dict:
-    return annotations.coords() | {D.THRESHOLD: threshold_names(annotations)}
+    return annotations.coords() | {D.THRESHOLD: threshold_names(annotations),
+                                   D.INNER_LEVEL: list(annotations.classes[1:-1])}
 
 
 # ------------------------------------------------------------------ priors
@@ -275,7 +283,7 @@ def _at_least_one(value, name: str, size: int) -> np.ndarray:
     return np.broadcast_to(arr, (size,)).copy()
 
 
-def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, offset_sd,
+def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, width_sd,
                    link) -> dict:
     if link not in LINKS:
         raise ValueError(f"link={link!r} is not one of {LINKS}.")
@@ -307,7 +315,7 @@ def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, o
         noise_shape=_positive(shape, "noise_prior shape", (ann.n_annotators,)),
         noise_rate=_positive(rate, "noise_prior rate", (ann.n_annotators,)),
         spacing=_at_least_one(spacing_prior, "spacing_prior", K - 1),
-        offset_sd=float(_positive(offset_sd, "offset_sd")),
+        width_sd=float(_positive(width_sd, "width_sd")),
         link=link,
     )
 
@@ -473,14 +481,24 @@ def level_locations(level_spacing) -> np.ndarray:
     return (len(spacing)) * np.concatenate([[0.0], np.cumsum(spacing)])
 
 
-def latent_confusion(bias, noise, level_spacing, *, link="logit", cutpoint_offset=None):
+def own_cutpoints(cutpoints, log_width_ratio, xp=np):
+    """(annotator, threshold) cut points from the shared ``cutpoints`` (threshold)
+    and ``log_width_ratio`` (annotator, K - 2): the interior levels' intervals
+    widened by exp(ratio), the whole centred on the shared cut points' mean.
+    ``xp`` is ``numpy`` or ``pytensor.tensor``."""
+    widths = (cutpoints[1:] - cutpoints[:-1])[None, :] * xp.exp(log_width_ratio)
+    own = xp.concatenate([xp.zeros_like(widths[:, :1]), xp.cumsum(widths, axis=1)], axis=1)
+    return own - xp.mean(own, axis=1, keepdims=True) + xp.mean(cutpoints)
+
+
+def latent_confusion(bias, noise, level_spacing, *, link="logit", log_width_ratio=None):
     """NumPy: the latent variant's (annotator, true_class, label_class) confusion."""
     bias = np.asarray(bias, dtype=float)
     noise = np.asarray(noise, dtype=float)
     locs = level_locations(level_spacing)
     cuts = ((locs[:-1] + locs[1:]) / 2)[None, :]
-    if cutpoint_offset is not None:
-        cuts = np.sort(cuts + np.asarray(cutpoint_offset, dtype=float), axis=-1)
+    if log_width_ratio is not None:
+        cuts = own_cutpoints(cuts[0], np.asarray(log_width_ratio, dtype=float))
     z = (cuts[:, None, :] - locs[None, :, None] - bias[:, None, None]) / noise[:, None, None]
     cdf = expit(z) if link == "logit" else norm.cdf(z)
     cdf = np.concatenate([np.zeros((*cdf.shape[:-1], 1)), cdf, np.ones((*cdf.shape[:-1], 1))],
@@ -503,7 +521,7 @@ def _latent_start(ann, pri, annotator_cutpoints, guessing=False) -> dict:
     start = {"prevalence": prev, "bias": bias, "noise": np.ones(J),
              "level_spacing": np.full(K - 1, 1.0 / (K - 1))}
     if annotator_cutpoints:
-        start["cutpoint_offset"] = np.zeros((J, K - 1))
+        start["log_width_ratio"] = np.zeros((J, K - 2))
     if guessing:
         start["guess_rate"] = np.full(J, 0.1)
     return start
@@ -526,10 +544,11 @@ def _build_latent(ann, pri, annotator_cutpoints, guessing) -> pm.Model:
         cuts = pm.Deterministic("cutpoints", (locs[:-1] + locs[1:]) / 2, dims=D.THRESHOLD)
         cuts = cuts[None, :]
         if annotator_cutpoints:
-            offset = pm.ZeroSumNormal("cutpoint_offset", sigma=pri["offset_sd"],
-                                      dims=(D.ANNOTATOR, D.THRESHOLD))
-            # an annotator's own cut points, kept ordered by sorting
-            cuts = pt.sort(cuts + offset, axis=-1)
+            ratio = pm.Normal("log_width_ratio", 0.0, sigma=pri["width_sd"],
+                              dims=(D.ANNOTATOR, D.INNER_LEVEL))
+            cuts = pm.Deterministic("annotator_cutpoints",
+                                    own_cutpoints(cuts[0], ratio, xp=pt),
+                                    dims=(D.ANNOTATOR, D.THRESHOLD))
         log_conf = _latent_log_confusion_pt(bias, noise, cuts, locs, pri["link"])
         if guessing:
             guess = pm.Beta("guess_rate", *pri["guess"], dims=D.ANNOTATOR)[:, None, None]
@@ -555,7 +574,7 @@ def build_model(
     bias_sd=DEFAULT_PRIORS["bias_sd"],
     noise_prior=DEFAULT_PRIORS["noise_prior"],
     spacing_prior=DEFAULT_PRIORS["spacing_prior"],
-    offset_sd=DEFAULT_PRIORS["offset_sd"],
+    width_sd=DEFAULT_PRIORS["width_sd"],
     link: str = "logit",
     annotator_cutpoints: bool = False,
     guessing: bool = False,
@@ -581,9 +600,11 @@ def build_model(
         broadcasting over annotators.
     spacing_prior : number or (K-1,) >= 1, latent; Dirichlet concentration of
         ``level_spacing``.
-    offset_sd : number, latent with ``annotator_cutpoints``.
+    width_sd : number, latent with ``annotator_cutpoints``; sd of the Normal
+        log width ratios.
     link : "logit" (ordered logit) or "probit", latent.
-    annotator_cutpoints : bool, latent; add per-annotator cut-point offsets.
+    annotator_cutpoints : bool, latent with K >= 3 levels; per-annotator cut
+        points (see the module docstring).
     guessing : bool, latent; add a per-annotator ``guess_rate``: with that
         probability the annotator ignores the item and picks a level uniformly.
     guess_prior : (a, b), latent with ``guessing``; Beta prior of ``guess_rate``
@@ -595,9 +616,10 @@ def build_model(
     threshold) and ``item_class_prob`` (item, true_class; repaired
     differences); observed ``labels`` (item), the composite log-likelihood.
     Latent: ``prevalence`` (true_class), ``bias``, ``noise`` (annotator),
-    ``level_spacing`` (threshold), [``cutpoint_offset`` (annotator,
-    threshold)]; deterministic ``level_location`` (true_class), ``cutpoints``
-    (threshold), ``confusion`` and ``item_class_prob``; observed ``labels``
+    ``level_spacing`` (threshold), [``log_width_ratio`` (annotator,
+    inner_level)]; deterministic ``level_location`` (true_class), ``cutpoints``
+    (threshold), [``annotator_cutpoints`` (annotator, threshold)],
+    ``confusion`` and ``item_class_prob``; observed ``labels``
     (item), the marginal log-likelihood of the item's labels.
     ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
     there).
@@ -616,8 +638,12 @@ def build_model(
                                  intercept_precision=intercept_precision)
         return model
     pri = _latent_priors(annotations, prevalence_prior, bias_sd, noise_prior, spacing_prior,
-                         offset_sd, link)
+                         width_sd, link)
     pri["guess"] = C.beta_prior(guess_prior, "guess_prior", annotations.n_annotators)
+    if annotator_cutpoints and annotations.n_classes < 3:
+        raise ValueError(
+            f"annotator_cutpoints=True needs at least 3 levels (it lets each annotator widen "
+            f"or narrow the interior levels), got {annotations.n_classes}; drop the option.")
     return _build_latent(annotations, pri, bool(annotator_cutpoints), bool(guessing))
 
 
@@ -731,7 +757,7 @@ def simulate(
     noise=None,
     level_spacing=None,
     guess_rate=None,
-    cutpoint_offset=None,
+    log_width_ratio=None,
     n_classes: int | None = None,
     link: str = "logit",
     sensitivity=None,
@@ -745,12 +771,12 @@ def simulate(
 
     Latent: ``bias``, ``noise`` (annotator) and ``level_spacing`` (K-1
     positive gaps summing to 1; default equal gaps for ``n_classes`` levels),
-    optionally ``guess_rate`` (annotator or one number) and ``cutpoint_offset``
-    (annotator, K-1; each row summing to zero, as ``annotator_cutpoints=True``
-    models it: an annotator's cut points are the shared ones plus its row,
-    sorted).
+    optionally ``guess_rate`` (annotator or one number) and ``log_width_ratio``
+    (annotator, K-2), each annotator's own cut points as
+    ``annotator_cutpoints=True`` models them (:func:`own_cutpoints`).
     The truth holds ``bias``, ``noise``, ``level_spacing``, ``cutpoints``,
-    the options given and the implied ``confusion``.
+    the options given (with ``annotator_cutpoints`` for the ratios) and the
+    implied ``confusion``.
 
     Cumulative: ``sensitivity``, ``specificity`` (annotator, K-1). A label is
     drawn from the one confusion matrix under which every binary problem
@@ -788,17 +814,17 @@ def simulate(
         if spacing.ndim != 1 or np.any(spacing <= 0) or not np.isclose(spacing.sum(), 1):
             raise ValueError("level_spacing must be K - 1 positive gaps summing to 1.")
         truth = {}
-        if cutpoint_offset is not None:
-            offset = np.asarray(cutpoint_offset, dtype=float)
-            if offset.shape != (bias.size, spacing.size) or not np.all(np.isfinite(offset)):
-                raise ValueError(f"cutpoint_offset must be a finite (annotator, K - 1) = "
-                                 f"{(bias.size, spacing.size)} array, got shape {offset.shape}.")
-            if not np.allclose(offset.sum(axis=1), 0, atol=1e-9):
-                raise ValueError("each annotator's cutpoint_offset must sum to zero (their "
-                                 "mean is the bias); subtract the row means.")
-            truth["cutpoint_offset"] = ((D.ANNOTATOR, D.THRESHOLD), offset.copy())
-        conf = latent_confusion(bias, noise, spacing, link=link, cutpoint_offset=cutpoint_offset)
         locs = level_locations(spacing)
+        if log_width_ratio is not None:
+            ratio = np.asarray(log_width_ratio, dtype=float)
+            want = (bias.size, spacing.size - 1)
+            if spacing.size < 2 or ratio.shape != want or not np.all(np.isfinite(ratio)):
+                raise ValueError(f"log_width_ratio must be a finite (annotator, K - 2) = {want} "
+                                 f"array (K >= 3 levels), got shape {ratio.shape}.")
+            truth["log_width_ratio"] = ((D.ANNOTATOR, D.INNER_LEVEL), ratio.copy())
+            truth["annotator_cutpoints"] = ((D.ANNOTATOR, D.THRESHOLD), own_cutpoints(
+                (locs[:-1] + locs[1:]) / 2, ratio))
+        conf = latent_confusion(bias, noise, spacing, link=link, log_width_ratio=log_width_ratio)
         if guess_rate is not None:
             guess = np.broadcast_to(np.asarray(guess_rate, dtype=float), bias.shape)
             if np.any((guess < 0) | (guess > 1)):
@@ -859,7 +885,8 @@ def simulate(
     y = np.minimum((rows.cumsum(axis=1) < rng.random((len(rows), 1))).sum(axis=1), K - 1)
     classes = list(range(1, K + 1))
     ann = C.simulated_annotations(item_idx, ann_idx, y, z, classes, None, truth)
-    return replace(ann, truth=ann.truth.assign_coords({D.THRESHOLD: threshold_names(ann)}))
+    return replace(ann, truth=ann.truth.assign_coords(
+        {k: v for k, v in _coords(ann).items() if k in ann.truth.dims}))
 
 
 # ------------------------------------------------------------------ report
