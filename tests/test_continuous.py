@@ -12,6 +12,8 @@ from scipy import integrate, optimize, stats
 import crowd_models as cm
 from crowd_models.models import MODELS, continuous
 
+from .conftest import assert_nuts_recovers
+
 PRECISION = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 0.75])
 BIAS = np.array([1.0, -0.5, 0.3, -0.8, 0.2, -0.2])
 BIAS = BIAS - BIAS.mean()
@@ -567,6 +569,25 @@ def test_nuts_recovers_simulated_annotators():
 
 
 @pytest.mark.slow
+def test_nuts_recovers_annotators_and_the_regression():
+    sim = continuous.simulate(PRECISION, bias=BIAS, n_items=200, n_features=3, coef=COEF,
+                              intercept=1.0, labels_per_item=3, rng=np.random.default_rng(6))
+    names = ("precision", "bias", "coef", "intercept")
+    assert_nuts_recovers(continuous.build_model(sim, bias=True),
+                         {n: sim.truth[n].values for n in names}, min_cover=0.75)
+
+
+@pytest.mark.slow
+def test_nuts_recovers_annotator_scales():
+    sim = continuous.simulate(PRECISION, bias=BIAS, scale=SCALE, n_items=200, intercept=2.0,
+                              truth_precision=0.5, labels_per_item=3,
+                              rng=np.random.default_rng(7))
+    names = ("precision", "bias", "scale")
+    assert_nuts_recovers(continuous.build_model(sim, bias=True, scale=True),
+                         {n: sim.truth[n].values for n in names}, min_cover=0.75)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("noise, best", [("gaussian", "gaussian+bias"),
                                          ("student_t", "student_t+bias")])
 def test_loo_compare_ranks_the_variants(noise, best):
@@ -589,7 +610,6 @@ def test_loo_compare_ranks_the_variants(noise, best):
         assert order[0] == best
 
 
-@pytest.mark.slow
 def _plain_mean_average_correlation():
     """Pearson r of each item's mean label with the expert's score, averaged over
     the affect emotions (NumPy on the loaded codes, not the library's fits)."""
@@ -608,6 +628,7 @@ def test_plain_mean_average_correlation_is_0_712():
     assert _plain_mean_average_correlation() == pytest.approx(0.712, abs=5e-4)
 
 
+@pytest.mark.slow
 def test_case_study_runs_fast():
     import re
     from pathlib import Path

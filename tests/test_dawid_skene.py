@@ -15,7 +15,7 @@ from crowd_models.data import Annotations
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import two_coin
 
-from .conftest import assert_estimates_inside_intervals
+from .conftest import assert_estimates_inside_intervals, assert_nuts_recovers
 
 SIMPLEX = pm.distributions.transforms.simplex
 
@@ -248,6 +248,30 @@ def test_nuts_recovers_confusions(variant):
     inside = (conf >= lo) & (conf <= hi)
     assert inside.mean() >= 0.8
     assert assert_estimates_inside_intervals(cm.report.annotator_summary(idata)) >= 5 * 4
+
+
+@pytest.mark.slow
+def test_nuts_recovers_one_coin_accuracies():
+    accuracy = np.array([0.6, 0.7, 0.75, 0.8, 0.9])
+    sim = ds.simulate(_confusions(accuracy, 3), n_items=300, prevalence=[0.5, 0.3, 0.2],
+                      rng=np.random.default_rng(4))
+    assert_nuts_recovers(ds.build_model(sim, variant="one_coin"),
+                         {"accuracy": accuracy, "prevalence": sim.truth["prevalence"].values},
+                         min_cover=0.75)
+
+
+@pytest.mark.slow
+def test_nuts_recovers_confusions_and_the_softmax_classifier():
+    sim = ds.simulate(_confusions([0.6, 0.7, 0.75, 0.8, 0.9], 3), n_items=300, n_features=2,
+                      rng=np.random.default_rng(5))
+    # 1000 draws: r-hat over 51 parameters from 500 reached 1.011, its own noise
+    idata = assert_nuts_recovers(ds.build_model(sim), {"confusion": sim.truth["confusion"].values},
+                                 min_cover=0.8, draws=1000)
+    # the classifier: centred coefficients (the model's), the true ones inside their intervals
+    coef = idata.posterior["coef"].values.reshape(-1, 2, 3)
+    lo, hi = np.quantile(coef, [0.05, 0.95], axis=0)
+    truth = sim.truth["coef"].values
+    assert ((truth >= lo) & (truth <= hi)).mean() >= 4 / 6
 
 
 def test_dawid_skene_em_gives_a_row_without_evidence_the_uniform_distribution():

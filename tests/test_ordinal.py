@@ -15,6 +15,8 @@ from scipy.special import expit
 import crowd_models as cm
 from crowd_models.models import ordinal
 
+from .conftest import assert_nuts_recovers
+
 CUMULATIVE = dict(  # (annotator, threshold): sens non-increasing, spec non-decreasing
     sensitivity=[[0.95, 0.90, 0.85], [0.85, 0.80, 0.75], [0.80, 0.75, 0.70],
                  [0.90, 0.80, 0.60], [0.75, 0.70, 0.65]],
@@ -432,6 +434,19 @@ def test_nuts_recovers_the_latent_model():
     assert {"bias_mean", "noise_lower", "accuracy_mean"} <= set(table.columns)
     order = table["bias_mean"].sort_values().index
     assert list(order[[0, -1]]) == ["annotator_4", "annotator_0"]  # strictest, most lenient
+
+
+@pytest.mark.slow
+def test_nuts_recovers_the_latent_model_with_every_option():
+    # probit link, guessing and per-annotator cut points in one model: one NUTS run
+    # covers the three options (the logit model without them is tested above)
+    ratio = [[-0.4, 0.5], [0.0, 0.0], [0.3, -0.2], [0.0, 0.0], [0.2, 0.2]]
+    sim = ordinal.simulate(**LATENT, link="probit", guess_rate=[0.1, 0.25, 0.05, 0.15, 0.1],
+                           log_width_ratio=ratio, n_items=300, rng=np.random.default_rng(8))
+    model = ordinal.build_model(sim, variant="latent", link="probit", guessing=True,
+                                annotator_cutpoints=True)
+    names = ("bias", "noise", "level_spacing", "guess_rate", "log_width_ratio")
+    assert_nuts_recovers(model, {n: sim.truth[n].values for n in names}, min_cover=0.75)
 
 
 @pytest.mark.slow

@@ -10,6 +10,8 @@ from scipy.stats import multivariate_normal
 import crowd_models as cm
 from crowd_models.models import stacked_gaussian as sg
 
+from .conftest import assert_nuts_recovers
+
 # ------------------------------------------------------------------ helpers
 
 
@@ -278,6 +280,37 @@ def test_nuts_default_priors_regularise_a_small_class_and_mix(small_sim):
     np.testing.assert_allclose(probs.sum("true_class"), 1)
     acc = (probs.mean("sample").argmax("true_class").values == small.gold).mean()
     assert acc > 0.8
+
+
+def _one_true_annotator(structure, n_items, rng):
+    """Two Gaussian classes in 2-D whose covariances have the given structure
+    (volume, shape, orientation: E shared, V per class, I axis-aligned), labelled
+    by one annotator who gives the true class: the data are then drawn from the
+    base learner's own model. Returns (annotations, means, covariances)."""
+    volume = {"E": [1.0, 1.0], "V": [0.6, 1.5]}[structure[0]]
+    shape = {"I": [[1.0, 1.0]] * 2, "E": [[2.0, 0.5]] * 2,
+             "V": [[2.0, 0.5], [0.5, 2.0]]}[structure[1]]
+    angle = {"I": [0.0, 0.0], "E": [0.5, 0.5], "V": [0.5, -0.7]}[structure[2]]
+    covs = []
+    for g in range(2):
+        c, s = np.cos(angle[g]), np.sin(angle[g])
+        rotation = np.array([[c, -s], [s, c]])
+        covs.append(volume[g] * rotation @ np.diag(shape[g]) @ rotation.T)
+    covs, means = np.array(covs), np.array([[0.0, 0.0], [3.0, 1.0]])
+    z = rng.choice(2, size=n_items, p=[0.4, 0.6])
+    x = np.array([rng.multivariate_normal(means[k], covs[k]) for k in z])
+    frame = pd.DataFrame({"item": np.arange(n_items), "annotator": "a", "label": z})
+    ann = cm.Annotations.from_frame(frame, features=pd.DataFrame(x, columns=["x1", "x2"]),
+                                    classes=[0, 1])
+    return ann, means, covs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("covariance", [s for s in sg.PYMC_STRUCTURES if s != "VVV"])
+def test_nuts_recovers_each_structure(covariance):
+    ann, means, covs = _one_true_annotator(covariance, 150, np.random.default_rng(11))
+    assert_nuts_recovers(sg.build_model(ann, covariance=covariance),
+                         {"class_mean": means[None], "covariance": covs[None]}, min_cover=0.75)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import crowd_models as cm
 from crowd_models.inference import label_switched_chains
 from crowd_models.models import two_coin
 
-from .conftest import RADIOLOGISTS, assert_estimates_inside_intervals
+from .conftest import RADIOLOGISTS, assert_estimates_inside_intervals, assert_nuts_recovers
 
 PARAMS = ["sensitivity", "specificity", "item_class_prob"]
 
@@ -363,6 +363,16 @@ def test_nuts_recovers_simulated_annotators():
         lo, hi = draws.quantile([0.05, 0.95], dim=("chain", "draw")).values
         covered += ((sim.truth[name].values >= lo) & (sim.truth[name].values <= hi)).sum()
     assert covered >= 8  # of 10 (90% intervals)
+
+
+@pytest.mark.slow
+def test_nuts_recovers_annotators_and_the_classifier():
+    sim = two_coin.simulate(**RADIOLOGISTS, n_items=300, n_features=2, coef=[1.5, -1.0],
+                            intercept=-0.5, rng=np.random.default_rng(3))
+    names = ("sensitivity", "specificity", "coef", "intercept")
+    idata = assert_nuts_recovers(two_coin.build_model(sim),
+                                 {n: sim.truth[n].values for n in names}, min_cover=0.75)
+    assert cm.report.accuracy(idata, sim) > cm.report.accuracy(cm.majority_vote(sim), sim)
 
 
 @pytest.mark.slow
