@@ -36,7 +36,7 @@ MCLUST_IRIS = {
     "EVV": (-209.45479769867, 40, -619.335007161191),
     "VVV": (-182.920848605296, 42, -576.288379562635),
 }
-REFERENCE_CSV = (Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+REFERENCE_CSV = (Path(__file__).resolve().parents[2].parent / "shared" / "reference"
                  / "mclust_edda_iris.csv")
 """As CI lays it out: the repository at X/main, the shared files at X/shared."""
 

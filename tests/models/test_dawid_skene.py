@@ -15,7 +15,7 @@ from crowd_models.data import Annotations
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import two_coin
 
-from .conftest import assert_estimates_inside_intervals, assert_nuts_recovers
+from ..conftest import assert_estimates_inside_intervals, assert_nuts_recovers
 
 SIMPLEX = pm.distributions.transforms.simplex
 

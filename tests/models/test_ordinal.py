@@ -15,7 +15,7 @@ from scipy.special import expit
 import crowd_models as cm
 from crowd_models.models import ordinal
 
-from .conftest import assert_nuts_recovers
+from ..conftest import assert_nuts_recovers
 
 CUMULATIVE = dict(  # (annotator, threshold): sens non-increasing, spec non-decreasing
     sensitivity=[[0.95, 0.90, 0.85], [0.85, 0.80, 0.75], [0.80, 0.75, 0.70],

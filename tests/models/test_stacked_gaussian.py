@@ -10,7 +10,7 @@ from scipy.stats import multivariate_normal
 import crowd_models as cm
 from crowd_models.models import stacked_gaussian as sg
 
-from .conftest import assert_nuts_recovers
+from ..conftest import assert_nuts_recovers
 
 # ------------------------------------------------------------------ helpers
 
@@ -319,7 +319,7 @@ def test_case_study_reproduces_tables_6_and_7():
 
     from tests.test_case_studies import run_fast
 
-    script = Path(__file__).resolve().parents[1] / "case_studies" / "stacked_gaussian.py"
+    script = Path(__file__).resolve().parents[2] / "case_studies" / "stacked_gaussian.py"
     result = run_fast(script)
     assert result.returncode == 0, result.stderr[-3000:]
     found = re.findall(r"^RESULT table6 (\w+) ours=(\d\.\d+) paper=(\d\.\d+)$",

@@ -396,7 +396,7 @@ def test_nuts_converges_with_sign_consistent_chains():
 def test_sparse_experts_case_study_runs():
     import re
 
-    from .test_case_studies import CASE_STUDIES, run_fast
+    from ..test_case_studies import CASE_STUDIES, run_fast
 
     result = run_fast(CASE_STUDIES / "sparse_experts.py")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -12,7 +12,7 @@ from scipy import integrate, optimize, stats
 import crowd_models as cm
 from crowd_models.models import MODELS, continuous
 
-from .conftest import assert_nuts_recovers
+from ..conftest import assert_nuts_recovers
 
 PRECISION = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 0.75])
 BIAS = np.array([1.0, -0.5, 0.3, -0.8, 0.2, -0.2])
@@ -635,7 +635,7 @@ def test_case_study_runs_fast():
 
     from tests.test_case_studies import run_fast
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     result = run_fast(root / "case_studies" / "continuous_affect.py")
     assert result.returncode == 0, result.stderr[-3000:]
     found = re.search(r"^RESULT affect_average_corr mean=(\d\.\d+) best=(\d\.\d+) "

@@ -13,7 +13,7 @@ import crowd_models as cm
 from crowd_models.inference import label_switched_chains
 from crowd_models.models import two_coin
 
-from .conftest import RADIOLOGISTS, assert_estimates_inside_intervals, assert_nuts_recovers
+from ..conftest import RADIOLOGISTS, assert_estimates_inside_intervals, assert_nuts_recovers
 
 PARAMS = ["sensitivity", "specificity", "item_class_prob"]
 

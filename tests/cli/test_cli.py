@@ -8,7 +8,7 @@ import xarray as xr
 from crowd_models.cli import main
 from crowd_models.models import two_coin
 
-from .conftest import RADIOLOGISTS
+from ..conftest import RADIOLOGISTS
 
 
 @pytest.fixture(scope="module")

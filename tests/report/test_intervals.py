@@ -11,7 +11,7 @@ import crowd_models as cm
 from crowd_models import report
 from crowd_models.models import continuous, dawid_skene, two_coin
 
-from .conftest import assert_estimates_inside_intervals
+from ..conftest import assert_estimates_inside_intervals
 
 CASES = {
     "two-coin RTE": lambda: two_coin.em(cm.datasets.load_rte()),

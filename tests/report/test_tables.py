@@ -8,7 +8,7 @@ from scipy import stats
 from crowd_models import report
 from crowd_models.models import continuous, two_coin
 
-from .conftest import RADIOLOGISTS
+from ..conftest import RADIOLOGISTS
 
 
 @pytest.fixture(scope="module")
