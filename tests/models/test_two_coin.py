@@ -408,3 +408,45 @@ def test_majority_vote_start_is_the_models_start_and_the_m_step_of_the_vote(sim_
     np.testing.assert_allclose(start["sensitivity"], hits / total, rtol=1e-10)
     with pytest.raises(TypeError, match="sensitivity_prior must be a pair"):
         two_coin.parse_priors(sim_plain, sensitivity_prior=3.0)
+
+
+def test_flat_priors_floor_keeps_rates_of_exactly_0_and_1_finite():
+    # the documented floor: rates are kept within [1e-12, 1 - 1e-12], so the log
+    # confusion and class prior of a never-wrong (or always-wrong) annotator stay finite
+    log_conf = two_coin._log_confusion(np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+    assert np.isfinite(log_conf).all()
+    # (annotator, true_class, label_class): annotator 0 always says 1, annotator 1 0
+    always = np.array([[[0, 1], [0, 1]], [[1, 0], [1, 0]]], dtype=float)
+    np.testing.assert_allclose(np.exp(log_conf), always, rtol=0, atol=2e-12)
+    assert log_conf.min() == pytest.approx(np.log(1e-12), rel=1e-6)
+    for prevalence in (0.0, 1.0):
+        prior = two_coin._log_prior_classes({"prevalence": prevalence}, None)
+        assert np.isfinite(prior).all()
+        np.testing.assert_allclose(np.exp(prior), [[1 - prevalence, prevalence]], atol=2e-12)
+
+
+def test_flat_priors_m_step_gives_a_rate_without_evidence_one_half():
+    # flat Beta(1, 1) priors: an annotator whose items all have P(z = 1) = 0 has no
+    # evidence on its sensitivity (0/0 -> 1/2); one label on a certain item is a
+    # rate of exactly 1 (a denominator of 1), for sensitivity (b, c) and specificity (d)
+    frame = pd.DataFrame({"item": [0, 1, 2, 2, 0], "annotator": ["a", "a", "b", "c", "d"],
+                          "label": [0, 0, 1, 1, 0]})
+    ann = cm.Annotations.from_frame(frame, classes=[0, 1])
+    pri = two_coin.parse_priors(ann, sensitivity_prior=(1.0, 1.0),
+                                specificity_prior=(1.0, 1.0), prevalence_prior=(1.0, 1.0))
+    params = two_coin._m_step(ann, np.array([0.0, 0.0, 1.0]), pri)
+    np.testing.assert_array_equal(params["sensitivity"], [0.5, 1.0, 1.0, 0.5])
+    np.testing.assert_array_equal(params["specificity"], [1.0, 0.5, 0.5, 1.0])
+
+
+def test_fit_logistic_with_collinear_features_splits_the_single_column_fit():
+    # a repeated column and no penalty make the Newton system singular (a
+    # least-squares step then); the fit's two coefficients sum to the single
+    # column's and the intercept is the same
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    target = (rng.random(200) < expit(1.5 * x[:, 0] - 0.3)).astype(float)
+    single, b1 = two_coin._fit_logistic(x, target, np.zeros((1, 1)), 0.0)
+    double, b2 = two_coin._fit_logistic(np.hstack([x, x]), target, np.zeros((2, 2)), 0.0)
+    assert double.sum() == pytest.approx(single[0], rel=1e-9)
+    assert b2 == pytest.approx(b1, rel=1e-9)
