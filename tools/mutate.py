@@ -75,7 +75,8 @@ TARGETS = {
              ["_log_density", "_objective", "_fit_covariance", "_common_shape_vector",
               "_common_shape_matrix", "_orientation_scales", "_class_weights"],
              ["tests/models/test_edda.py", "-k",
-              "mclust or closed_forms or optimiser or weights or shrinkage"]),
+              "mclust or closed_forms or optimiser or weights or shrinkage or bad or constant "
+              "or collinear or coincident or too_few"]),
     "data": ("crowd_models/data.py",
              ["Annotations.n_labels", "Annotations.class_counts", "Annotations.select",
               "Annotations.gold_series"],
