@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test test-fast lint benchmark case-studies mutate clean
+.PHONY: demo test test-fast validate lint benchmark case-studies mutate clean
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
@@ -16,10 +16,14 @@ demo: .venv/.synced
 	$(UV) run --no-sync crowd-models demo
 
 test: .venv/.synced
-	$(UV) run --no-sync pytest
+	$(UV) run --no-sync pytest -m "not validate"
 
 test-fast: .venv/.synced
-	$(UV) run --no-sync pytest -m "not slow"
+	$(UV) run --no-sync pytest -m "not slow and not validate"
+
+# heavier checks kept out of `make test` (its 20-minute budget on 2 cores)
+validate: .venv/.synced
+	$(UV) run --no-sync pytest -m validate
 
 lint: .venv/.synced
 	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks

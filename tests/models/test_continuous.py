@@ -588,8 +588,11 @@ def test_nuts_recovers_annotator_scales():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("noise, best", [("gaussian", "gaussian+bias"),
-                                         ("student_t", "student_t+bias")])
+@pytest.mark.parametrize("noise, best", [
+    # the Gaussian case runs in make validate: eight NUTS fits in all cost about
+    # 2.5 minutes of make test's budget, and the Student-t case asserts more
+    pytest.param("gaussian", "gaussian+bias", marks=pytest.mark.validate),
+    ("student_t", "student_t+bias")])
 def test_loo_compare_ranks_the_variants(noise, best):
     import arviz as az
 
