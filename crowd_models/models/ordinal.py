@@ -815,6 +815,7 @@ def simulate(
             raise ValueError("level_spacing must be K - 1 positive gaps summing to 1.")
         truth = {}
         locs = level_locations(spacing)
+        shared_cuts = (locs[:-1] + locs[1:]) / 2
         if log_width_ratio is not None:
             ratio = np.asarray(log_width_ratio, dtype=float)
             want = (bias.size, spacing.size - 1)
@@ -822,8 +823,8 @@ def simulate(
                 raise ValueError(f"log_width_ratio must be a finite (annotator, K - 2) = {want} "
                                  f"array (K >= 3 levels), got shape {ratio.shape}.")
             truth["log_width_ratio"] = ((D.ANNOTATOR, D.INNER_LEVEL), ratio.copy())
-            truth["annotator_cutpoints"] = ((D.ANNOTATOR, D.THRESHOLD), own_cutpoints(
-                (locs[:-1] + locs[1:]) / 2, ratio))
+            truth["annotator_cutpoints"] = ((D.ANNOTATOR, D.THRESHOLD),
+                                            own_cutpoints(shared_cuts, ratio))
         conf = latent_confusion(bias, noise, spacing, link=link, log_width_ratio=log_width_ratio)
         if guess_rate is not None:
             guess = np.broadcast_to(np.asarray(guess_rate, dtype=float), bias.shape)
@@ -833,7 +834,7 @@ def simulate(
             truth["guess_rate"] = ((D.ANNOTATOR,), guess.copy())
         truth |= {"bias": ((D.ANNOTATOR,), bias), "noise": ((D.ANNOTATOR,), noise),
                  "level_spacing": ((D.THRESHOLD,), spacing),
-                 "cutpoints": ((D.THRESHOLD,), (locs[:-1] + locs[1:]) / 2)}
+                 "cutpoints": ((D.THRESHOLD,), shared_cuts)}
     else:
         if sensitivity is None or specificity is None:
             raise ValueError("the cumulative variant needs sensitivity and specificity "
