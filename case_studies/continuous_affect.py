@@ -355,7 +355,7 @@ print((curve.mean().unstack(0)).round(3).to_string())
 # %%
 per_expert = {}
 for e, a in data.items():
-    table = continuous.experts_equivalent(fits[e, "precision+bias"], "gold", annotations=a)
+    table = cm.report.experts_equivalent(fits[e, "precision+bias"], "gold", annotations=a)
     per_expert[e] = table.loc["annotators_per_expert", "mean"]
 per_expert = pd.Series(per_expert)
 print("workers per expert (precision+bias EM):")
@@ -407,7 +407,7 @@ axes[0].set_yticks(np.arange(len(order)), [f"{w} ({n:.0f})" for w, n in
 fig.suptitle(f"{EMOTION}: workers (NUTS, 90% intervals; labels per worker in brackets)")
 save(fig, "workers_valence.png")
 
-ratio = continuous.experts_equivalent(idata, "gold", annotations=a)
+ratio = cm.report.experts_equivalent(idata, "gold", annotations=a)
 print(ratio.round(3).to_string())
 
 # %% [markdown]

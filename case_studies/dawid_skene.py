@@ -270,7 +270,7 @@ map_vs_em = pd.Series({v: float(np.abs(point(anes_map, v) - point(anes_em, v)).m
                        for v in ("confusion", "prevalence", "item_class_prob")},
                       name="max |MAP - EM|")
 print(map_vs_em.to_string(float_format="{:.1e}".format))
-map_loglik = float(anes_map["log_likelihood"]["labels"].sum())
+map_loglik = float(anes_map["log_likelihood"]["item_labels"].sum())
 print(f"log posterior: EM {anes_em.attrs['log_posterior']:.6f}, MAP "
       f"{anes_map.attrs['log_posterior']:.6f}; log-likelihood: EM "
       f"{anes_em.attrs['log_likelihood']:.6f}, MAP {map_loglik:.6f}")

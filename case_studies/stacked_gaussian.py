@@ -478,7 +478,7 @@ model = sg.build_model(ann_std, covariance="EEE")
 t0 = time.perf_counter()
 idata = cm.sample(model, tune=SETTINGS["nuts_tune"], draws=SETTINGS["nuts_draws"], chains=2,
                   random_seed=2025, progressbar=False)
-summ = az.summary(idata, var_names=["prevalence", "class_mean", "covariance"])
+summ = az.summary(idata, var_names=["label_share", "class_mean", "covariance"])
 print(f"NUTS ({time.perf_counter() - t0:.0f} s): r_hat max {summ['r_hat'].max():.3f}, "
       f"ess_bulk min {summ['ess_bulk'].min():.0f}, divergences "
       f"{int(idata.sample_stats['diverging'].sum())}")

@@ -11,3 +11,7 @@ INNER_LEVEL = "inner_level"
 FEATURE_AUX = "feature_aux"
 CHAIN = "chain"
 DRAW = "draw"
+
+OBSERVED = "item_labels"
+"""The observed variable of every family: one entry per item (its number of labels),
+whose log-density is the item's marginal log-likelihood of its labels."""

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from crowd_models import _dims as D
 from crowd_models.data import Annotations
 
 __all__ = [
@@ -219,7 +220,7 @@ def select_penalty(annotations: Annotations, penalties: Sequence[float], *,
 
 # ------------------------------------------------------ comparison by LOO
 def _likelihood_kind(name: str, fit) -> str:
-    """What the fit's per-item ``labels`` log-density is a density of."""
+    """What the fit's per-item ``item_labels`` log-density is a density of."""
     if not isinstance(fit, xr.DataTree):
         raise TypeError(f"fit {name!r} is a {type(fit).__name__}; compare needs the DataTree "
                         f"that crowd_models.sample returns (EM and MAP fits have no draws).")
@@ -227,8 +228,8 @@ def _likelihood_kind(name: str, fit) -> str:
         if group not in fit.children:
             raise ValueError(f"fit {name!r} has no {group!r} group; compare needs a NUTS fit "
                              f"from crowd_models.sample, which records it.")
-    if "labels" not in fit["log_likelihood"].data_vars:
-        raise ValueError(f"fit {name!r} has no per-item 'labels' log-likelihood; it was not "
+    if D.OBSERVED not in fit["log_likelihood"].data_vars:
+        raise ValueError(f"fit {name!r} has no per-item {D.OBSERVED!r} log-likelihood; it was not "
                          f"made by a crowd_models family.")
     post = fit["posterior"]
     if post.sizes.get("chain", 1) * post.sizes.get("draw", 1) < 2:
@@ -299,9 +300,9 @@ def compare(fits, *, method: str = "stacking"):
                 f"{name!r}: {_KIND_TEXT[kind]}" for name, kind in kinds.items())
             + ". Compare models of the same kind only.")
     first, *rest = fits
-    reference = fits[first]["observed_data"]["labels"]
+    reference = fits[first]["observed_data"][D.OBSERVED]
     for name in rest:
-        observed = fits[name]["observed_data"]["labels"]
+        observed = fits[name]["observed_data"][D.OBSERVED]
         same_items = (observed.sizes == reference.sizes and np.array_equal(
             observed["item"].values, reference["item"].values))
         if not same_items or not np.array_equal(observed.values, reference.values):

@@ -54,10 +54,10 @@ def _fake(kind, n_items=5, labels=None):
     groups = {
         "posterior": xr.Dataset(post, coords=coords),
         "log_likelihood": xr.Dataset(
-            {"labels": (("chain", "draw", "item"), rng.normal(-2, 0.1, (2, 20, n_items)))},
+            {"item_labels": (("chain", "draw", "item"), rng.normal(-2, 0.1, (2, 20, n_items)))},
             coords={**cd, "item": np.arange(n_items)}),
         "observed_data": xr.Dataset(
-            {"labels": ("item", np.full(n_items, 3) if labels is None else labels)},
+            {"item_labels": ("item", np.full(n_items, 3) if labels is None else labels)},
             coords={"item": np.arange(n_items)}),
     }
     if kind == "features":

@@ -142,7 +142,7 @@ def test_sample_pymc_warm_call_compiles_once(tiny, tiny_model, count_compiles):
     draw = second.posterior.isel(chain=1, draw=17)
     params = {n: draw[n].values for n in ("sensitivity", "specificity", "prevalence")}
     prob, item_ll = C.posterior_from_joint(two_coin._joint(tiny[0], params))
-    np.testing.assert_allclose(second.log_likelihood["labels"].isel(chain=1, draw=17).values,
+    np.testing.assert_allclose(second.log_likelihood["item_labels"].isel(chain=1, draw=17).values,
                                item_ll, rtol=1e-9)
     np.testing.assert_allclose(draw["item_class_prob"].values, prob, rtol=1e-9)
 
@@ -211,7 +211,7 @@ def test_other_samplers_when_installed(tiny_model, sampler):
         b = ref.posterior[name].mean(("chain", "draw")).values
         sd = ref.posterior[name].std(("chain", "draw")).values
         assert np.all(np.abs(a - b) < 1.0 * sd + 0.02)
-    assert idata.log_likelihood["labels"].shape == (2, 100, 60)
+    assert idata.log_likelihood["item_labels"].shape == (2, 100, 60)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

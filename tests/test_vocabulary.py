@@ -82,3 +82,24 @@ def test_every_model_variable_is_in_the_vocabulary_with_its_dims():
             checked += 1
     assert checked > 100
 
+
+
+def test_shared_names_keep_one_meaning():
+    """Names the families share mean one thing: ``prevalence`` is the truth's class
+    shares (a scalar P(positive), or a vector over true_class), ``coef`` has the
+    feature dim first, and every family observes ``item_labels`` per item."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = list(_models())
+    seen = {"prevalence": set(), "coef": set(), "item_labels": set()}
+    for family, model in models:
+        dims = {v.name: tuple(model.named_vars_to_dims.get(v.name) or ())
+                for v in model.free_RVs + model.deterministics + model.observed_RVs}
+        assert [v.name for v in model.observed_RVs] == ["item_labels"], family
+        for name in seen:
+            if name in dims:
+                seen[name].add((family, dims[name]))
+    assert {d for _, d in seen["prevalence"]} == {(), ("true_class",)}
+    assert {d[0] for _, d in seen["coef"]} == {"feature"}
+    assert len({f for f, _ in seen["coef"]}) == 5  # every family with a classifier
+    assert {d for _, d in seen["item_labels"]} == {("item",)}

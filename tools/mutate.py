@@ -73,10 +73,11 @@ TARGETS = {
                     "fixed_point or flat_priors or log_posterior or recovers or map_equals_em"]),
     "edda": ("crowd_models/models/edda.py",
              ["_log_density", "_objective", "_fit_covariance", "_common_shape_vector",
-              "_common_shape_matrix", "_orientation_scales", "_class_weights"],
+              "_common_shape_matrix", "_orientation_scales", "_class_weights", "_soft_weights",
+              "_hard_weights"],
              ["tests/models/test_edda.py", "-k",
               "mclust or closed_forms or optimiser or weights or shrinkage or bad or constant "
-              "or collinear or coincident or too_few"]),
+              "or collinear or coincident or too_few or stationary or sweeps"]),
     "data": ("crowd_models/data.py",
              ["Annotations.n_labels", "Annotations.class_counts", "Annotations.select",
               "Annotations.gold_series"],

@@ -105,16 +105,75 @@ def run_fit(args, argv=None) -> int:
     out = Path(args.out)
     entries = _check_out(out, args.force)
 
-    import crowd_models as cm
-    from crowd_models import report
-    from crowd_models._fits import has_laplace
-    from crowd_models.inference import laplace_fit
     from crowd_models.models import MODELS
 
     family = MODELS[plan.model]
     options = dict(plan.options)
     if plan.penalties is not None:
         options["penalty"] = _choose_penalty(ann, plan.penalties)
+    fit, em_fit, skipped, diagnostics = _run_method(args, plan, family, ann, options, progress)
+
+    progress.step(f"writing the report to {out}")
+    table, items, confusion, coefficients, drawn, conditional = _report_tables(
+        args, family, fit, em_fit, ann)
+    figure = _annotator_figure(fit, table)
+    names = ["annotators.csv", "items.csv"]
+    names += ["coefficients.csv"] * (coefficients is not None)
+    names += ["gold_confusion.csv"] * (confusion is not None)
+    names += ["annotators.png"] * (figure is not None) + ["fit.nc"]
+    _planned_report(out, entries, names)
+    info = {"crowd_models_version": _package_version(),
+            "family": family.__name__.rsplit(".", 1)[-1], "variant": plan.variant,
+            "method": args.method, "priors": _priors_record(family, plan, options),
+            "command": shlex.join(["crowd-models", *(argv or [])])}
+    if args.continuous:
+        info.update(bias=int(args.bias), scale=int(args.scale))
+    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
+    if args.method == "nuts":
+        info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
+                    tune=plan.nuts["tune"], chains=plan.nuts["chains"])
+        if plan.nuts["seed"] is not None:
+            info["random_seed"] = plan.nuts["seed"]
+    csvs = {"annotators.csv": table, "items.csv": items, "coefficients.csv": coefficients,
+            "gold_confusion.csv": confusion}
+    _write_report(out, csvs, figure, fit, info)
+    progress.done()
+    _print_results(args, plan, ann, table, items, confusion, coefficients, info["intervals"])
+    if diagnostics is not None:
+        _print_diagnostics(diagnostics)
+    print("wrote: " + ", ".join(str(out / n) for n in names))
+    return 0
+
+
+def _report_tables(args, family, fit, em_fit, ann):
+    """The annotator, item, gold-confusion and coefficient tables of a fit, the fit
+    its intervals come from, and whether they are EM's conditional ones."""
+    from crowd_models import report
+    from crowd_models._fits import has_laplace
+    from crowd_models.inference import laplace_fit
+
+    summarise = getattr(family, "annotator_summary", None)
+    drawn = laplace_fit(fit) if has_laplace(fit) else fit  # a MAP fit's Laplace intervals
+    table = report.annotator_summary(drawn) if summarise is None else summarise(
+        drawn, annotations=ann)
+    conditional = (args.continuous and args.method != "nuts" and em_fit is not None
+                   and drawn is fit)
+    if conditional:  # MAP = EM without Laplace draws: EM's conditional intervals
+        table = report.conditional_intervals(table, em_fit)
+    items = report.item_table(fit, ann)
+    confusion = None
+    if ann.has_gold:
+        table = report.with_gold_columns(table, ann)
+        if not ann.continuous:
+            confusion = report.gold_confusion(items, ann)
+    return table, items, confusion, report.coefficient_table(drawn), drawn, conditional
+
+
+def _run_method(args, plan, family, ann, options, progress):
+    """EM, MAP (with Laplace draws) or NUTS, as --method asks: (fit, EM fit or None,
+    why Laplace was skipped or None, NUTS diagnostics or None)."""
+    import crowd_models as cm
+
     em_fit = None
     if plan.has_em:
         progress.step("EM (reference fit)")
@@ -143,49 +202,18 @@ def run_fit(args, argv=None) -> int:
         if hasattr(family, "align_signs"):  # a chain in the mirrored mode is flipped back
             fit = family.align_signs(fit, ann)
         diagnostics = nuts_diagnostics(fit)
+    return fit, em_fit, skipped, diagnostics
 
-    progress.step(f"writing the report to {out}")
-    summarise = getattr(family, "annotator_summary", None)
-    drawn = laplace_fit(fit) if has_laplace(fit) else fit  # a MAP fit's Laplace intervals
-    table = report.annotator_summary(drawn) if summarise is None else summarise(
-        drawn, annotations=ann)
-    conditional = (args.continuous and args.method != "nuts" and em_fit is not None
-                   and drawn is fit)
-    if conditional:  # MAP = EM without Laplace draws: EM's conditional intervals
-        table = report.conditional_intervals(table, em_fit)
-    items = report.item_table(fit, ann)
-    confusion = None
-    if ann.has_gold:
-        table = report.with_gold_columns(table, ann)
-        if not ann.continuous:
-            confusion = report.gold_confusion(items, ann)
-    coefficients = report.coefficient_table(drawn)
-    figure = _annotator_figure(fit, table)
-    names = ["annotators.csv", "items.csv"]
-    names += ["coefficients.csv"] * (coefficients is not None)
-    names += ["gold_confusion.csv"] * (confusion is not None)
-    names += ["annotators.png"] * (figure is not None) + ["fit.nc"]
-    _planned_report(out, entries, names)
-    info = {"crowd_models_version": _package_version(),
-            "family": family.__name__.rsplit(".", 1)[-1], "variant": plan.variant,
-            "method": args.method, "priors": _priors_record(family, plan, options),
-            "command": shlex.join(["crowd-models", *(argv or [])])}
-    if args.continuous:
-        info.update(bias=int(args.bias), scale=int(args.scale))
-    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
-    if args.method == "nuts":
-        info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
-                    tune=plan.nuts["tune"], chains=plan.nuts["chains"])
-        if plan.nuts["seed"] is not None:
-            info["random_seed"] = plan.nuts["seed"]
+
+def _write_report(out: Path, csvs: dict, figure, fit, info: dict) -> None:
+    """The report's files (tables that exist, the figure, fit.nc with ``info``)."""
+    from crowd_models._fits import has_laplace
+
     try:
         out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out / "annotators.csv")
-        items.to_csv(out / "items.csv")
-        if coefficients is not None:
-            coefficients.to_csv(out / "coefficients.csv")
-        if confusion is not None:
-            confusion.to_csv(out / "gold_confusion.csv")
+        for name, table in csvs.items():
+            if table is not None:
+                table.to_csv(out / name)
         if figure is not None:
             import matplotlib.pyplot as plt
 
@@ -200,14 +228,17 @@ def run_fit(args, argv=None) -> int:
     except OSError as err:
         raise OutputError(f"could not write the report to {str(out)!r}: "
                           f"{err.strerror or err}") from None
-    progress.done()
+
+
+def _print_results(args, plan, ann, table, items, confusion, coefficients, intervals) -> None:
+    """The annotator table and the scores that the terminal shows after a fit."""
     if plan.model in BINARY_MODELS:
         print(f"positive class: {ann.classes[1]!r} (sensitivity: its rate of positive labels; "
               f"--positive to change)")
     with pd.option_context("display.max_rows", 60, "display.width", 120):
         shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
         print(shown.round(3).to_string())
-    print(f"(intervals: {info['intervals']})")
+    print(f"(intervals: {intervals})")
     if args.continuous:
         scores = _continuous_scores(items)
         if scores:
@@ -223,10 +254,6 @@ def run_fit(args, argv=None) -> int:
         print("non-zero coefficients at the mode: " + ", ".join(
             f"{name.removesuffix('_mean')} {n} of {len(coefficients)}"
             for name, n in nonzero.items()))
-    if diagnostics is not None:
-        _print_diagnostics(diagnostics)
-    print("wrote: " + ", ".join(str(out / n) for n in names))
-    return 0
 
 
 def run_demo(args, argv=None) -> int:

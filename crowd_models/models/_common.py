@@ -187,14 +187,14 @@ def _item_marginal_logp(value, joint):
 def add_item_likelihood(joint, annotations: Annotations) -> None:
     """Register the per-item marginal likelihood and the true-label posterior.
 
-    The observed variable ``labels`` (dims item) holds each item's number of
+    The observed variable ``item_labels`` (dims item) holds each item's number of
     labels; its log-density is the item's log marginal likelihood with the true
     class summed out, so ``pm.compute_log_likelihood`` and ``az.loo`` work per
     item. ``item_class_prob`` is the posterior of the hidden true class.
     """
     n_per_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
     pm.CustomDist(
-        "labels", joint, logp=_item_marginal_logp, signature="(k)->()",
+        D.OBSERVED, joint, logp=_item_marginal_logp, signature="(k)->()",
         observed=n_per_item, dims=D.ITEM,
     )
     pm.Deterministic(

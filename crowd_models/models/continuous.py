@@ -62,7 +62,7 @@ Options beyond the paper (keywords of :func:`build_model`):
   cover. ``precision`` is then the inverse squared *scale*; the noise
   variance is ``nu / (nu - 2)`` times ``1 / precision`` (nu > 2).
 
-Compare the variants by LOO: ``labels`` is an observed variable per item whose
+Compare the variants by LOO: ``item_labels`` is an observed variable per item whose
 log-density is the item's marginal log-likelihood, so ``az.loo`` and
 ``az.compare`` work per item on ``cm.sample`` output.
 
@@ -98,9 +98,10 @@ pooled within-item variance of the labels, ``n_i`` the item's labels), and
 one M-step gives the parameters.
 
 One module, three views of the same model: :func:`build_model` (PyMC),
-:func:`em` (MAP-EM, Gaussian noise) and :func:`simulate`; plus
-:func:`experts_equivalent` (how many of these annotators equal one expert);
-:func:`crowd_models.report.true_value_summary` reports the items' true values.
+:func:`em` (MAP-EM, Gaussian noise) and :func:`simulate`. The report reads the
+fits: :func:`crowd_models.report.true_value_summary` (the items' true values)
+and :func:`crowd_models.report.experts_equivalent` (how many of these
+annotators equal one expert).
 """
 
 from __future__ import annotations
@@ -114,28 +115,18 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 from pymc.distributions.transforms import ZeroSumTransform
-from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models._fits import (
-    check_ci_prob,
-    draw_matrix,
-    item_draws,
-    labels_per_annotator,
-    summarise_draws,
-)
 from crowd_models._text import listing
 from crowd_models.data import Annotations
-from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 
 __all__ = [
     "build_model",
     "em",
     "simulate",
-    "experts_equivalent",
     "item_log_marginal",
     "NOISES",
     "DEFAULT_PRIORS",
@@ -449,13 +440,13 @@ def _item_logp(value, loglik):
 def _add_item_likelihood(ann: Annotations, loglik, mean, sd) -> None:
     """The continuous counterpart of ``_common.add_item_likelihood``.
 
-    The observed ``labels`` (item) holds each item's number of labels and has the
+    The observed ``item_labels`` (item) holds each item's number of labels and has the
     item's marginal log-likelihood as its log-density, so log_likelihood is per
     item; ``true_value``/``true_value_sd`` are the posterior mean and sd of y_i
     given the parameters; ``n_labels`` (annotator) lands in constant_data.
     """
     n_per_item = np.bincount(ann.item_idx, minlength=ann.n_items)
-    pm.CustomDist("labels", loglik, logp=_item_logp, observed=n_per_item, dims=D.ITEM)
+    pm.CustomDist(D.OBSERVED, loglik, logp=_item_logp, observed=n_per_item, dims=D.ITEM)
     pm.Deterministic("true_value", mean, dims=D.ITEM)
     pm.Deterministic("true_value_sd", sd, dims=D.ITEM)
     pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
@@ -677,7 +668,7 @@ def build_model(
     ``scale_offset`` (annotator, with ``scale=True``), ``coef`` (feature) with
     features, ``intercept``, ``truth_precision``; deterministic ``true_value`` and ``true_value_sd``
     (item), the posterior mean and sd of each item's true value given the
-    parameters; observed ``labels`` (item), whose log-density is each item's
+    parameters; observed ``item_labels`` (item), whose log-density is each item's
     marginal log-likelihood; data ``n_labels`` (annotator) and the long table
     ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
     ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
@@ -991,124 +982,3 @@ def _simulated_annotations(item_idx, annotator_idx, labels, true_values, feature
     ds = ds.isel({D.ANNOTATOR: names.get_indexer(ann.annotators)}).assign_coords(
         {D.ANNOTATOR: ann.annotators})
     return replace(ann, truth=ds)
-
-
-# ----------------------------------------------------------------- reports
-def _stats(draws: np.ndarray, ci_prob: float) -> dict:
-    """Mean, sd and interval of 1-D draws (NaN spreads for a single draw)."""
-    if len(draws) == 1:
-        return {"mean": float(draws[0]), "sd": np.nan, "lower": np.nan, "upper": np.nan}
-    return {k: float(v[0]) for k, v in summarise_draws(draws[:, None], ci_prob).items()}
-
-
-def _labels_per_annotator(fit, post: xr.Dataset, annotations) -> np.ndarray:
-    """Labels per annotator of the fit's annotators, from ``annotations`` or the fit."""
-    annotators = pd.Index(post[D.ANNOTATOR].values)
-    if annotations is not None:
-        counts = pd.Series(annotations.n_labels(), index=annotations.annotators)
-        counts = counts.reindex(annotators)
-    else:
-        counts = labels_per_annotator(fit, post, annotators)
-        if counts.isna().all():
-            raise ValueError(
-                "the fit does not record the labels per annotator (n_labels); pass "
-                "annotations=... ."
-            )
-    missing = annotators[counts.isna().to_numpy()]
-    if len(missing):
-        raise ValueError(f"no label counts for annotator(s) {list(missing[:5])}.")
-    return counts.to_numpy(dtype=float)
-
-
-def _expert_precision(resid, var, offset: bool, scale: float) -> float:
-    """Maximum-likelihood precision of labels ``resid_i ~ N(o, var_i + 1 / precision)``."""
-
-    def nll(log_s2):
-        w = 1.0 / (var + np.exp(log_s2))
-        o = np.sum(w * resid) / np.sum(w) if offset else 0.0
-        return 0.5 * np.sum(w * (resid - o) ** 2 - np.log(w))
-
-    lo, hi = np.log(scale ** 2) - 25, np.log(scale ** 2) + 10
-    res = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-8})
-    if res.x < lo + 1e-4:  # the expert's error is not detectable
-        return np.inf
-    return float(np.exp(-res.x))
-
-
-def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None = None,
-                       ci_prob: float = 0.9) -> pd.DataFrame:
-    """How many of these annotators equal one expert.
-
-    Under Gaussian noise, labels combine by adding precisions: n labels of
-    precision tau pin the truth down as well as one label of precision
-    ``n * tau``. So one expert label of precision ``tau_E`` is worth
-    ``tau_E / tau_crowd`` crowd labels, where ``tau_crowd`` is the precision of
-    a random crowd label (the label-weighted mean precision,
-    ``sum_j n_j tau_j / sum_j n_j``). With annotator scales, a label of
-    annotator j tells ``scale_j**2 * tau_j`` about the truth, and that is the
-    precision averaged.
-
-    Parameters
-    ----------
-    fit : EM Dataset or MAP/NUTS DataTree of this family.
-    expert_precision : positive number, or "gold"
-        The expert's precision in label units (1 / the expert's error
-        variance). ``"gold"`` estimates it from the gold values of
-        ``annotations``, draw by draw: the gold values did not inform the
-        fit, so given a draw an expert label is ``g_i ~ N(mu_i + o, sd_i**2 +
-        1 / expert_precision)``, with ``mu_i``/``sd_i`` the draw's
-        ``true_value``/``true_value_sd``, and ``expert_precision`` is the
-        maximum-likelihood value of that model over the gold items. When the
-        fit has biases the expert gets an offset ``o`` too (estimated jointly),
-        otherwise o = 0. An expert whose errors are too small to detect next
-        to the crowd's uncertainty gets an infinite precision.
-    annotations : the fitted Annotations (needed for ``"gold"``; otherwise
-        optional, for the labels per annotator).
-    ci_prob : probability of the equal-tailed intervals (over draws).
-
-    Returns
-    -------
-    DataFrame indexed by ``expert_precision``, ``crowd_precision`` and
-    ``annotators_per_expert`` (= expert / crowd precision), with columns
-    ``mean``, ``sd``, ``lower``, ``upper``, computed draw by draw (NaN spreads
-    for a single-draw fit). Student-t fits: precisions are inverse squared
-    scales, so the ratio compares scales, not variances.
-    """
-    ci_prob = check_ci_prob(ci_prob)
-    post = posterior_of(fit)
-    if "precision" not in post or D.ANNOTATOR not in post["precision"].dims:
-        raise ValueError(
-            f"this fit has no per-annotator precision; its variables are "
-            f"{sorted(map(str, post.data_vars))}."
-        )
-    tau = draw_matrix(post["precision"], D.ANNOTATOR)
-    if "scale" in post:
-        tau = tau * draw_matrix(post["scale"], D.ANNOTATOR) ** 2
-    n_j = _labels_per_annotator(fit, post, annotations)
-    crowd = tau @ n_j / n_j.sum()
-    if isinstance(expert_precision, str):
-        if expert_precision != "gold":
-            raise ValueError(
-                f"expert_precision={expert_precision!r}: give a positive number or 'gold'.")
-        if annotations is None or not annotations.continuous or not annotations.has_gold:
-            raise ValueError(
-                "expert_precision='gold' needs annotations=... with continuous gold values.")
-        mean, sd, _ = item_draws(post, annotations)
-        known = ~np.isnan(annotations.gold)
-        if known.sum() < 2:
-            raise ValueError("expert_precision='gold' needs at least two items with gold.")
-        resid = annotations.gold[known][None, :] - mean[:, known]
-        scale = float(np.std(annotations.labels))
-        expert = np.array([_expert_precision(r, v, "bias" in post, scale)
-                           for r, v in zip(resid, sd[:, known] ** 2, strict=True)])
-    else:
-        if isinstance(expert_precision, bool) or not isinstance(
-                expert_precision, int | float | np.number) or not (
-                np.isfinite(expert_precision) and expert_precision > 0):
-            raise ValueError(
-                f"expert_precision must be a positive number or 'gold', got "
-                f"{expert_precision!r}.")
-        expert = np.full(len(tau), float(expert_precision))
-    rows = {"expert_precision": expert, "crowd_precision": crowd,
-            "annotators_per_expert": expert / crowd}
-    return pd.DataFrame({name: _stats(v, ci_prob) for name, v in rows.items()}).T

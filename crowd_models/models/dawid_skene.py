@@ -331,7 +331,7 @@ def build_model(
 
     Variables: ``confusion`` (annotator, true_class, label_class); ``accuracy``
     (one-coin); ``prevalence`` (true_class) or ``coef`` (feature, true_class)
-    and ``intercept`` (true_class); ``item_class_prob``; observed ``labels``
+    and ``intercept`` (true_class); ``item_class_prob``; observed ``item_labels``
     (item) whose log-density is each item's marginal log-likelihood.
     ``model.crowd_start`` holds EM's majority-vote start.
 

@@ -43,7 +43,7 @@ an exact minimisation of F over one block, so F decreases monotonically:
   (O(G d^2) per round, d - 1 rounds per sweep). Coordinate descent converges
   linearly: a few dozen sweeps for iris (d = 4), ~100 at d = 10, but more than
   1000 on unstructured data with d = 30, so EVE/VVE are meant for a few tens of
-  features at most (a RuntimeWarning flags a fit stopped by max_iter).
+  features at most (a UserWarning flags a fit stopped by max_iter).
 
 Conventions follow mclust's EDDA (``MclustDA(modelType="EDDA")``), checked
 against mclust 6.0 on iris: the parameters maximise the classification
@@ -204,45 +204,55 @@ def _as_features(X, name="X"):
 
 
 def _class_weights(y, weights, classes, n):
-    """Return (classes array, Z (n, G))."""
+    """Return (classes array, Z (n, G)) from hard labels y or soft weights."""
     if weights is not None:
         if y is not None:
             raise TypeError("give either hard labels y or soft weights=, not both (pass y=None).")
-        if isinstance(weights, pd.DataFrame):
-            if classes is None:
-                classes = list(weights.columns)
-            weights = weights.to_numpy()
-        try:
-            Z = np.asarray(weights, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(
-                "weights must be a numeric (n, G) array of class memberships."
-            ) from None
-        if Z.ndim != 2 or Z.shape[0] != n:
-            raise ValueError(
-                f"weights must have shape (n, G) = ({n}, G) to match X; got {Z.shape}."
-            )
-        if not np.all(np.isfinite(Z)):
-            raise ValueError("weights contain NaN/inf; each row must be class probabilities.")
-        if (Z < 0).any():
-            raise ValueError("weights must be nonnegative; found negative memberships.")
-        s = Z.sum(axis=1)
-        off = np.abs(s - 1.0) > _ROW_SUM_TOL
-        if off.any():
-            i = int(np.argmax(off))
-            raise ValueError(
-                f"each row of weights must sum to 1 (soft class memberships); {off.sum()} "
-                f"row(s) do not, e.g. row {i} sums to {s[i]:.6g}. Normalise with "
-                f"weights / weights.sum(axis=1, keepdims=True)."
-            )
+        return _soft_weights(weights, classes, n)
+    return _hard_weights(y, classes, n)
+
+
+def _soft_weights(weights, classes, n):
+    """(classes array, Z) from an (n, G) array or DataFrame of class memberships."""
+    if isinstance(weights, pd.DataFrame):
         if classes is None:
-            classes = np.arange(Z.shape[1])
-        classes = _as_class_array(classes)
-        if len(classes) != Z.shape[1]:
-            raise ValueError(
-                f"classes has {len(classes)} entries but weights has {Z.shape[1]} columns."
-            )
-        return classes, Z
+            classes = list(weights.columns)
+        weights = weights.to_numpy()
+    try:
+        Z = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            "weights must be a numeric (n, G) array of class memberships."
+        ) from None
+    if Z.ndim != 2 or Z.shape[0] != n:
+        raise ValueError(
+            f"weights must have shape (n, G) = ({n}, G) to match X; got {Z.shape}."
+        )
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("weights contain NaN/inf; each row must be class probabilities.")
+    if (Z < 0).any():
+        raise ValueError("weights must be nonnegative; found negative memberships.")
+    s = Z.sum(axis=1)
+    off = np.abs(s - 1.0) > _ROW_SUM_TOL
+    if off.any():
+        i = int(np.argmax(off))
+        raise ValueError(
+            f"each row of weights must sum to 1 (soft class memberships); {off.sum()} "
+            f"row(s) do not, e.g. row {i} sums to {s[i]:.6g}. Normalise with "
+            f"weights / weights.sum(axis=1, keepdims=True)."
+        )
+    if classes is None:
+        classes = np.arange(Z.shape[1])
+    classes = _as_class_array(classes)
+    if len(classes) != Z.shape[1]:
+        raise ValueError(
+            f"classes has {len(classes)} entries but weights has {Z.shape[1]} columns."
+        )
+    return classes, Z
+
+
+def _hard_weights(y, classes, n):
+    """(classes array, one-hot Z) from n class labels."""
     if y is None:
         raise TypeError("give class labels y (length n) or soft weights= (n, G).")
     if isinstance(y, pd.Series | pd.Index | pd.Categorical):
@@ -429,7 +439,7 @@ def fit_edda(
         warnings.warn(
             f"{covariance}: the iterative fit did not converge in max_iter={max_iter} sweeps "
             f"(fit.converged is False); increase max_iter or use a closed-form structure.",
-            RuntimeWarning, stacklevel=2,
+            UserWarning, stacklevel=2,
         )
 
     tau = n_g / n_g.sum()

@@ -7,8 +7,8 @@ Two models, chosen with ``variant=``:
     K - 1 binary problems "is the level above c?" (c = 1 .. K-1), each a
     two-coin model (:mod:`crowd_models.models.two_coin`) with its own
     per-annotator ``sensitivity`` and ``specificity`` (annotator, threshold)
-    and its own ``prevalence`` (threshold) = P(level > c) or logistic
-    classifier ``coef`` (threshold, feature) and ``intercept`` (threshold).
+    and its own ``threshold_prevalence`` (threshold) = P(level > c) or logistic
+    classifier ``coef`` (feature, threshold) and ``intercept`` (threshold).
     The problems share no parameter, so the model is their product; EM is
     K - 1 two-coin EMs and MAP = EM as for the two-coin family. The class
     probabilities are differences of the fitted exceedance probabilities,
@@ -23,7 +23,7 @@ Two models, chosen with ``variant=``:
     4-level set), so for class probabilities and their intervals the latent
     variant is the coherent choice.
 
-    The model's ``labels`` log-density is the *sum* of the K - 1 binary
+    The model's ``item_labels`` log-density is the *sum* of the K - 1 binary
     problems' per-item marginal log-likelihoods. It is a composite
     likelihood, not a distribution of the observed labels: every label enters
     K - 1 times (as "above c?" for each c), and the binary answers of one
@@ -62,7 +62,7 @@ Two models, chosen with ``variant=``:
     label_class) is the implied confusion matrix, a deterministic, so
     :func:`crowd_models.report.annotator_summary` reports each annotator's
     accuracies beside bias and noise. The true level is summed out exactly
-    (``_common.item_joint``), so ``labels`` is the item's marginal likelihood
+    (``_common.item_joint``), so ``item_labels`` is the item's marginal likelihood
     of its labels and LOO compares it with Dawid-Skene fairly. There is no
     EM for this variant: fit it with ``cm.fit_map`` (it starts at
     ``model.crowd_start``) or ``cm.sample``. No classifier (features are
@@ -387,9 +387,9 @@ def _cumulative_start(ann, priors_by_threshold) -> dict:
     out = {"sensitivity": np.stack([s["sensitivity"] for s in starts], axis=-1),
            "specificity": np.stack([s["specificity"] for s in starts], axis=-1)}
     if ann.features is None:
-        out["prevalence"] = np.array([s["prevalence"] for s in starts])
+        out["threshold_prevalence"] = np.array([s["prevalence"] for s in starts])
     else:
-        out["coef"] = np.stack([s["coef"] for s in starts])
+        out["coef"] = np.stack([s["coef"] for s in starts], axis=-1)
         out["intercept"] = np.array([s["intercept"] for s in starts])
     return out
 
@@ -416,27 +416,30 @@ def _build_cumulative(ann, pri_list) -> pm.Model:
         n_items = model.dim_lengths[D.ITEM]
         joint = pt.zeros((n_items, T, 2))[idx["item_idx"]].inc(per_row)
         if ann.features is None:
-            prev = pm.Beta("prevalence", qa, qb, dims=D.THRESHOLD)
+            prev = pm.Beta("threshold_prevalence", qa, qb, dims=D.THRESHOLD)
             log_prior = pt.stack([pt.log1p(-prev), pt.log(prev)], axis=-1)[None]
         else:
             X = pm.Data("features", ann.features, dims=(D.ITEM, D.FEATURE))
             gamma, tau = pri["gamma"], pri["tau"]
-            cdims = (D.THRESHOLD, D.FEATURE)
+            cdims = (D.FEATURE, D.THRESHOLD)
             if np.all(gamma == 0):
                 coef = pm.Flat("coef", dims=cdims)
             elif np.allclose(gamma, np.diag(np.diag(gamma))):
-                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(np.diag(gamma)), dims=cdims)
+                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(np.diag(gamma))[:, None],
+                                 dims=cdims)
             else:
-                coef = pm.MvNormal("coef", mu=np.zeros((T, len(gamma))), tau=gamma, dims=cdims)
+                # each threshold's column ~ N(0, gamma^-1), independently
+                coef = pm.MatrixNormal("coef", mu=np.zeros((len(gamma), T)),
+                                       rowcov=np.linalg.inv(gamma), colcov=np.eye(T), dims=cdims)
             if tau == 0:
                 intercept = pm.Flat("intercept", dims=D.THRESHOLD)
             else:
                 intercept = pm.Normal("intercept", 0.0, sigma=1 / np.sqrt(tau), dims=D.THRESHOLD)
-            eta = X @ coef.T + intercept[None, :]
+            eta = X @ coef + intercept[None, :]
             log_prior = pt.stack([-pt.softplus(eta), -pt.softplus(-eta)], axis=-1)
         joint = joint + log_prior
         n_per_item = np.bincount(ann.item_idx, minlength=ann.n_items)
-        pm.CustomDist("labels", joint, logp=_composite_logp, signature="(t,k)->()",
+        pm.CustomDist(D.OBSERVED, joint, logp=_composite_logp, signature="(t,k)->()",
                       observed=n_per_item, dims=D.ITEM)
         exceed = pm.Deterministic("exceed_prob", pt.special.softmax(joint, axis=-1)[..., 1],
                                   dims=(D.ITEM, D.THRESHOLD))
@@ -611,15 +614,15 @@ def build_model(
         (a, b >= 1; each broadcasting over annotators).
 
     Variables. Cumulative: ``sensitivity``, ``specificity`` (annotator,
-    threshold); ``prevalence`` (threshold) or ``coef`` (threshold, feature)
-    and ``intercept`` (threshold); deterministic ``exceed_prob`` (item,
+    threshold); ``threshold_prevalence`` (threshold) or ``coef`` (feature,
+    threshold) and ``intercept`` (threshold); deterministic ``exceed_prob`` (item,
     threshold) and ``item_class_prob`` (item, true_class; repaired
-    differences); observed ``labels`` (item), the composite log-likelihood.
+    differences); observed ``item_labels`` (item), the composite log-likelihood.
     Latent: ``prevalence`` (true_class), ``bias``, ``noise`` (annotator),
     ``level_spacing`` (threshold), [``log_width_ratio`` (annotator,
     inner_level)]; deterministic ``level_location`` (true_class), ``cutpoints``
     (threshold), [``annotator_cutpoints`` (annotator, threshold)],
-    ``confusion`` and ``item_class_prob``; observed ``labels``
+    ``confusion`` and ``item_class_prob``; observed ``item_labels``
     (item), the marginal log-likelihood of the item's labels.
     ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
     there).
@@ -651,8 +654,8 @@ def build_model(
 _DIMS = {
     "sensitivity": (D.ANNOTATOR, D.THRESHOLD),
     "specificity": (D.ANNOTATOR, D.THRESHOLD),
-    "prevalence": (D.THRESHOLD,),
-    "coef": (D.THRESHOLD, D.FEATURE),
+    "threshold_prevalence": (D.THRESHOLD,),
+    "coef": (D.FEATURE, D.THRESHOLD),
     "intercept": (D.THRESHOLD,),
     "exceed_prob": (D.ITEM, D.THRESHOLD),
     "item_class_prob": (D.ITEM, D.TRUE_CLASS),
@@ -677,9 +680,10 @@ def em(
     (``tol``, ``max_iter`` and ``accelerate`` are passed on).
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
-    ``sensitivity``, ``specificity`` (annotator, threshold), ``prevalence``
-    (threshold) or ``coef``/``intercept``, ``exceed_prob`` (item, threshold),
-    ``item_class_prob`` (repaired differences, see the module docstring); the
+    ``sensitivity``, ``specificity`` (annotator, threshold),
+    ``threshold_prevalence`` (threshold) or ``coef``/``intercept``,
+    ``exceed_prob`` (item, threshold), ``item_class_prob`` (repaired
+    differences, see the module docstring); the
     Beta approximations ``sensitivity_alpha``/``_beta``,
     ``specificity_alpha``/``_beta`` (annotator, threshold) and ``n_labels``.
     ``attrs``: ``log_posterior`` (the model's ``logp(jacobian=False)``, the sum
@@ -711,9 +715,9 @@ def em(
     params = {"sensitivity": stacked("sensitivity", -1),
               "specificity": stacked("specificity", -1)}
     if annotations.features is None:
-        params["prevalence"] = stacked("prevalence", 0)
+        params["threshold_prevalence"] = stacked("prevalence", 0)
     else:
-        params["coef"] = stacked("coef", 0)
+        params["coef"] = stacked("coef", -1)
         params["intercept"] = stacked("intercept", 0)
     exceed = np.stack([f["item_class_prob"].values[0, 0, :, 1] for f in fits], axis=-1)
     prob, raw = class_probabilities(exceed)
@@ -749,6 +753,82 @@ def em(
 
 
 # ---------------------------------------------------------------- simulate
+def _simulated_latent_confusion(bias, noise, level_spacing, guess_rate, log_width_ratio,
+                                n_classes, link):
+    """The latent variant's confusion (annotator, true_class, label_class) and truth."""
+    if bias is None or noise is None:
+        raise ValueError("the latent variant needs bias and noise (one per annotator).")
+    if link not in LINKS:
+        raise ValueError(f"link={link!r} is not one of {LINKS}.")
+    bias = np.asarray(bias, dtype=float)
+    noise = np.asarray(noise, dtype=float)
+    if bias.ndim != 1 or bias.shape != noise.shape:
+        raise ValueError("bias and noise must be 1-D and of the same length (annotators).")
+    if np.any(noise <= 0):
+        raise ValueError("noise must be > 0.")
+    if level_spacing is None:
+        if n_classes is None or n_classes < 2:
+            raise ValueError("give level_spacing or n_classes >= 2.")
+        level_spacing = np.full(n_classes - 1, 1.0 / (n_classes - 1))
+    spacing = np.asarray(level_spacing, dtype=float)
+    if spacing.ndim != 1 or np.any(spacing <= 0) or not np.isclose(spacing.sum(), 1):
+        raise ValueError("level_spacing must be K - 1 positive gaps summing to 1.")
+    truth = {}
+    locs = level_locations(spacing)
+    shared_cuts = (locs[:-1] + locs[1:]) / 2
+    if log_width_ratio is not None:
+        ratio = np.asarray(log_width_ratio, dtype=float)
+        want = (bias.size, spacing.size - 1)
+        if spacing.size < 2 or ratio.shape != want or not np.all(np.isfinite(ratio)):
+            raise ValueError(f"log_width_ratio must be a finite (annotator, K - 2) = {want} "
+                             f"array (K >= 3 levels), got shape {ratio.shape}.")
+        truth["log_width_ratio"] = ((D.ANNOTATOR, D.INNER_LEVEL), ratio.copy())
+        truth["annotator_cutpoints"] = ((D.ANNOTATOR, D.THRESHOLD),
+                                        own_cutpoints(shared_cuts, ratio))
+    conf = latent_confusion(bias, noise, spacing, link=link, log_width_ratio=log_width_ratio)
+    if guess_rate is not None:
+        guess = np.broadcast_to(np.asarray(guess_rate, dtype=float), bias.shape)
+        if np.any((guess < 0) | (guess > 1)):
+            raise ValueError("guess_rate must lie in [0, 1].")
+        conf = (1 - guess[:, None, None]) * conf + guess[:, None, None] / conf.shape[-1]
+        truth["guess_rate"] = ((D.ANNOTATOR,), guess.copy())
+    truth |= {"bias": ((D.ANNOTATOR,), bias), "noise": ((D.ANNOTATOR,), noise),
+             "level_spacing": ((D.THRESHOLD,), spacing),
+             "cutpoints": ((D.THRESHOLD,), shared_cuts)}
+    return conf, truth
+
+
+def _simulated_cumulative_confusion(sensitivity, specificity):
+    """The one confusion whose binary problems are two-coin with these rates, and truth."""
+    if sensitivity is None or specificity is None:
+        raise ValueError("the cumulative variant needs sensitivity and specificity "
+                         "(annotator, K - 1).")
+    sens = np.asarray(sensitivity, dtype=float)
+    spec = np.asarray(specificity, dtype=float)
+    if sens.ndim != 2 or sens.shape != spec.shape:
+        raise ValueError("sensitivity and specificity must be (annotator, K - 1) arrays of "
+                         "the same shape.")
+    if np.any((sens < 0) | (sens > 1) | (spec < 0) | (spec > 1)):
+        raise ValueError("sensitivity and specificity must lie in [0, 1].")
+    if (np.any(np.diff(sens, axis=1) > 0) or np.any(np.diff(spec, axis=1) < 0)
+            or np.any(sens[:, :-1] + spec[:, 1:] < 1)):
+        raise ValueError(
+            "no ordinal labelling has these rates: per annotator, sensitivity must be "
+            "non-increasing and specificity non-decreasing over thresholds, with "
+            "sensitivity[c] + specificity[c + 1] >= 1."
+        )
+    J, T = sens.shape
+    K = T + 1
+    c = np.arange(T)
+    k = np.arange(K)[:, None]
+    above = np.where(k > c[None, :], sens[:, None, :], 1 - spec[:, None, :])  # (J, K, T)
+    surv = np.concatenate([np.ones((J, K, 1)), above, np.zeros((J, K, 1))], axis=-1)
+    conf = np.clip(surv[..., :-1] - surv[..., 1:], 0, None)
+    truth = {"sensitivity": ((D.ANNOTATOR, D.THRESHOLD), sens),
+             "specificity": ((D.ANNOTATOR, D.THRESHOLD), spec)}
+    return conf, truth
+
+
 def simulate(
     *,
     variant: str = "latent",
@@ -789,79 +869,17 @@ def simulate(
     The true levels come from ``true_labels`` (codes 0..K-1) or
     ``prevalence`` (K class shares; uniform by default). Every annotator
     labels every item, or ``labels_per_item`` of them drawn without
-    replacement. ``truth["prevalence"]`` is the class shares (latent) or
-    P(level > c) per threshold (cumulative), as in the model.
+    replacement. The truth holds, as in the model, ``prevalence`` (latent: the
+    class shares) or ``threshold_prevalence`` (cumulative: P(level > c)).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
     rng = np.random.default_rng(rng)
     if variant == "latent":
-        if bias is None or noise is None:
-            raise ValueError("the latent variant needs bias and noise (one per annotator).")
-        if link not in LINKS:
-            raise ValueError(f"link={link!r} is not one of {LINKS}.")
-        bias = np.asarray(bias, dtype=float)
-        noise = np.asarray(noise, dtype=float)
-        if bias.ndim != 1 or bias.shape != noise.shape:
-            raise ValueError("bias and noise must be 1-D and of the same length (annotators).")
-        if np.any(noise <= 0):
-            raise ValueError("noise must be > 0.")
-        if level_spacing is None:
-            if n_classes is None or n_classes < 2:
-                raise ValueError("give level_spacing or n_classes >= 2.")
-            level_spacing = np.full(n_classes - 1, 1.0 / (n_classes - 1))
-        spacing = np.asarray(level_spacing, dtype=float)
-        if spacing.ndim != 1 or np.any(spacing <= 0) or not np.isclose(spacing.sum(), 1):
-            raise ValueError("level_spacing must be K - 1 positive gaps summing to 1.")
-        truth = {}
-        locs = level_locations(spacing)
-        shared_cuts = (locs[:-1] + locs[1:]) / 2
-        if log_width_ratio is not None:
-            ratio = np.asarray(log_width_ratio, dtype=float)
-            want = (bias.size, spacing.size - 1)
-            if spacing.size < 2 or ratio.shape != want or not np.all(np.isfinite(ratio)):
-                raise ValueError(f"log_width_ratio must be a finite (annotator, K - 2) = {want} "
-                                 f"array (K >= 3 levels), got shape {ratio.shape}.")
-            truth["log_width_ratio"] = ((D.ANNOTATOR, D.INNER_LEVEL), ratio.copy())
-            truth["annotator_cutpoints"] = ((D.ANNOTATOR, D.THRESHOLD),
-                                            own_cutpoints(shared_cuts, ratio))
-        conf = latent_confusion(bias, noise, spacing, link=link, log_width_ratio=log_width_ratio)
-        if guess_rate is not None:
-            guess = np.broadcast_to(np.asarray(guess_rate, dtype=float), bias.shape)
-            if np.any((guess < 0) | (guess > 1)):
-                raise ValueError("guess_rate must lie in [0, 1].")
-            conf = (1 - guess[:, None, None]) * conf + guess[:, None, None] / conf.shape[-1]
-            truth["guess_rate"] = ((D.ANNOTATOR,), guess.copy())
-        truth |= {"bias": ((D.ANNOTATOR,), bias), "noise": ((D.ANNOTATOR,), noise),
-                 "level_spacing": ((D.THRESHOLD,), spacing),
-                 "cutpoints": ((D.THRESHOLD,), shared_cuts)}
+        conf, truth = _simulated_latent_confusion(bias, noise, level_spacing, guess_rate,
+                                                  log_width_ratio, n_classes, link)
     else:
-        if sensitivity is None or specificity is None:
-            raise ValueError("the cumulative variant needs sensitivity and specificity "
-                             "(annotator, K - 1).")
-        sens = np.asarray(sensitivity, dtype=float)
-        spec = np.asarray(specificity, dtype=float)
-        if sens.ndim != 2 or sens.shape != spec.shape:
-            raise ValueError("sensitivity and specificity must be (annotator, K - 1) arrays of "
-                             "the same shape.")
-        if np.any((sens < 0) | (sens > 1) | (spec < 0) | (spec > 1)):
-            raise ValueError("sensitivity and specificity must lie in [0, 1].")
-        if (np.any(np.diff(sens, axis=1) > 0) or np.any(np.diff(spec, axis=1) < 0)
-                or np.any(sens[:, :-1] + spec[:, 1:] < 1)):
-            raise ValueError(
-                "no ordinal labelling has these rates: per annotator, sensitivity must be "
-                "non-increasing and specificity non-decreasing over thresholds, with "
-                "sensitivity[c] + specificity[c + 1] >= 1."
-            )
-        J, T = sens.shape
-        K = T + 1
-        c = np.arange(T)
-        k = np.arange(K)[:, None]
-        above = np.where(k > c[None, :], sens[:, None, :], 1 - spec[:, None, :])  # (J, K, T)
-        surv = np.concatenate([np.ones((J, K, 1)), above, np.zeros((J, K, 1))], axis=-1)
-        conf = np.clip(surv[..., :-1] - surv[..., 1:], 0, None)
-        truth = {"sensitivity": ((D.ANNOTATOR, D.THRESHOLD), sens),
-                 "specificity": ((D.ANNOTATOR, D.THRESHOLD), spec)}
+        conf, truth = _simulated_cumulative_confusion(sensitivity, specificity)
     J, K = conf.shape[0], conf.shape[-1]
     if true_labels is not None:
         z = np.asarray(true_labels, dtype=int)
@@ -879,7 +897,7 @@ def simulate(
     if variant == "latent":
         truth["prevalence"] = ((D.TRUE_CLASS,), prev)
     else:
-        truth["prevalence"] = ((D.THRESHOLD,), 1 - np.cumsum(prev)[:-1])
+        truth["threshold_prevalence"] = ((D.THRESHOLD,), 1 - np.cumsum(prev)[:-1])
     truth["confusion"] = ((D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS), conf)
     item_idx, ann_idx = C.simulation_design(n_items, J, labels_per_item, rng)
     rows = conf[ann_idx, z[item_idx]]

@@ -90,13 +90,13 @@ PYMC_STRUCTURES = ("EII", "VII", "EEI", "VEI", "EVI", "VVI", "EEE", "VVV")
 """Covariance structures :func:`build_model` covers."""
 
 
-DEFAULT_PRIORS = dict(prevalence_prior=2.0, mean_prior_scale=10.0, covariance_prior="default")
+DEFAULT_PRIORS = dict(label_share_prior=2.0, class_mean_sd=10.0, covariance_prior="default")
 """Weak conjugate-style defaults of :func:`build_model`.
 
-* ``prevalence_prior``: symmetric Dirichlet concentration of each annotator's
-  class proportions (2: the mode adds one pseudo-count per class).
-* ``mean_prior_scale``: class means are Normal around the overall feature mean
-  with standard deviation ``mean_prior_scale`` times each feature's standard
+* ``label_share_prior``: symmetric Dirichlet concentration of each annotator's
+  ``label_share`` (the class shares of its labels) (2: the mode adds one pseudo-count per class).
+* ``class_mean_sd``: class means are Normal around the overall feature mean
+  with standard deviation ``class_mean_sd`` times each feature's standard
   deviation (an empirical-Bayes scale, so features in different units are
   treated alike); None gives a flat prior.
 * ``covariance_prior``: an inverse-Wishart kernel on every distinct covariance
@@ -108,7 +108,7 @@ DEFAULT_PRIORS = dict(prevalence_prior=2.0, mean_prior_scale=10.0, covariance_pr
   gets a non-singular covariance instead of mclust's failure.
 """
 
-FLAT_PRIORS = dict(prevalence_prior=1.0, mean_prior_scale=None, covariance_prior=None)
+FLAT_PRIORS = dict(label_share_prior=1.0, class_mean_sd=None, covariance_prior=None)
 """Flat priors: ``fit_map`` returns the maximum-likelihood base learners."""
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -533,25 +533,25 @@ def _structure_parts(covariance):
     return vol == "V", shape == "V", orient
 
 
-def _priors(ann, prevalence_prior, mean_prior_scale, covariance_prior):
+def _priors(ann, label_share_prior, class_mean_sd, covariance_prior):
     G, d = ann.n_classes, ann.n_features
-    prev = np.asarray(prevalence_prior, dtype=float)
+    prev = np.asarray(label_share_prior, dtype=float)
     if prev.ndim > 1 or (prev.ndim == 1 and prev.shape != (G,)) or np.any(prev < 1) or np.any(
             ~np.isfinite(prev)):
-        raise ValueError(f"prevalence_prior must be a number or {G} numbers >= 1 (Dirichlet "
-                         f"concentration; 1 is flat), got {prevalence_prior!r}.")
-    out = {"prevalence": np.broadcast_to(prev, (G,)).copy()}
+        raise ValueError(f"label_share_prior must be a number or {G} numbers >= 1 (Dirichlet "
+                         f"concentration; 1 is flat), got {label_share_prior!r}.")
+    out = {"label_share": np.broadcast_to(prev, (G,)).copy()}
     X = ann.features
     center = X.mean(axis=0)
     sd = X.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
-    if mean_prior_scale is None:
+    if class_mean_sd is None:
         out["mean"] = None
     else:
-        if not (np.ndim(mean_prior_scale) == 0 and mean_prior_scale > 0):
-            raise ValueError(f"mean_prior_scale must be a positive number or None (flat), got "
-                             f"{mean_prior_scale!r}.")
-        out["mean"] = (center, float(mean_prior_scale) * sd)
+        if not (np.ndim(class_mean_sd) == 0 and class_mean_sd > 0):
+            raise ValueError(f"class_mean_sd must be a positive number or None (flat), got "
+                             f"{class_mean_sd!r}.")
+        out["mean"] = (center, float(class_mean_sd) * sd)
     if covariance_prior is None:
         out["covariance"] = None
     else:
@@ -578,8 +578,8 @@ def build_model(
     annotations: Annotations,
     *,
     covariance: str = "EEE",
-    prevalence_prior=DEFAULT_PRIORS["prevalence_prior"],
-    mean_prior_scale=DEFAULT_PRIORS["mean_prior_scale"],
+    label_share_prior=DEFAULT_PRIORS["label_share_prior"],
+    class_mean_sd=DEFAULT_PRIORS["class_mean_sd"],
     covariance_prior=DEFAULT_PRIORS["covariance_prior"],
 ) -> pm.Model:
     r"""The annotators' base learners in PyMC: a Gaussian class-conditional model
@@ -588,11 +588,11 @@ def build_model(
 
     .. math::
 
-        \ell_{ij} &\sim \mathrm{Categorical}(\text{prevalence}_{j\cdot}), \quad
+        \ell_{ij} &\sim \mathrm{Categorical}(\text{label\_share}_{j\cdot}), \quad
         x_i \mid \ell_{ij} = g \sim \mathcal{N}(\text{class\_mean}_{jg},
             \Sigma_{jg}), \quad
         \Sigma_{jg} = \lambda D A D^\top \\
-        \text{prevalence}_{j\cdot} &\sim \mathrm{Dirichlet}(c), \quad
+        \text{label\_share}_{j\cdot} &\sim \mathrm{Dirichlet}(c), \quad
         \text{class\_mean}_{jg} \sim \mathcal{N}(\bar x, s^2 I)
 
     for each annotator j's labels :math:`\ell_{ij}` of the items it labelled.
@@ -603,11 +603,11 @@ def build_model(
         ``Sigma = lambda D A D^T`` with volume ``lambda`` (E: shared by the
         classes, V: per class), shape ``A`` (diagonal, ``det A = 1``) and
         orientation ``D`` (I: axis-aligned; E/V full, shared/per class).
-    prevalence_prior, mean_prior_scale, covariance_prior : see
+    label_share_prior, class_mean_sd, covariance_prior : see
         :data:`DEFAULT_PRIORS`; :data:`FLAT_PRIORS` gives maximum likelihood.
 
     Free variables (unconstrained, so ``find_MAP`` needs no Jacobian):
-    ``prevalence`` (annotator, true_class) Dirichlet; ``class_mean``
+    ``label_share`` (annotator, true_class) Dirichlet; ``class_mean``
     (annotator, true_class, feature) Normal or Flat; and by structure
     ``log_volume`` (annotator[, true_class]), ``log_shape_free`` (annotator[,
     true_class], shape_coord = d - 1; the last log-shape is minus their sum),
@@ -616,14 +616,14 @@ def build_model(
     ``precision_chol_logdiag`` and ``precision_chol_offdiag`` (chol_offdiag =
     d(d-1)/2). The covariance prior is a ``pm.Potential`` (the inverse-Wishart
     kernel in Sigma). Deterministic ``covariance`` (annotator, true_class,
-    feature, feature_aux). Observed ``labels`` (item): each item's
+    feature, feature_aux). Observed ``item_labels`` (item): each item's
     log-likelihood is the sum over its labels of ``log tau[m, y] +
     log N(x; mu[m, y], Sigma[m, y])`` (``az.loo`` works per item).
     """
     _require(annotations)
     _check_structure(covariance, PYMC_STRUCTURES)
     ann = annotations
-    pri = _priors(ann, prevalence_prior, mean_prior_scale, covariance_prior)
+    pri = _priors(ann, label_share_prior, class_mean_sd, covariance_prior)
     G, d, M = ann.n_classes, ann.n_features, ann.n_annotators
     counts = np.zeros((M, G))
     np.add.at(counts, (ann.annotator_idx, ann.labels), 1)
@@ -653,7 +653,7 @@ def build_model(
         y_idx = pm.Data("label_idx", ann.labels.astype(np.int32), dims=D.ANNOTATION)
         i_idx = pm.Data("item_idx", ann.item_idx.astype(np.int32), dims=D.ANNOTATION)
         x = pm.Data("row_features", rows_x, dims=(D.ANNOTATION, D.FEATURE))
-        prev = pm.Dirichlet("prevalence", a=np.broadcast_to(pri["prevalence"], (M, G)),
+        prev = pm.Dirichlet("label_share", a=np.broadcast_to(pri["label_share"], (M, G)),
                             dims=(D.ANNOTATOR, D.TRUE_CLASS))
         mdims = (D.ANNOTATOR, D.TRUE_CLASS, D.FEATURE)
         if pri["mean"] is None:
@@ -707,7 +707,7 @@ def build_model(
         n_items = model.dim_lengths[D.ITEM]
         item_ll = pt.zeros((n_items,))[i_idx].inc(row_ll)
         n_per_item = np.bincount(ann.item_idx, minlength=ann.n_items)
-        pm.CustomDist("labels", item_ll, logp=lambda value, ll: ll, signature="()->()",
+        pm.CustomDist(D.OBSERVED, item_ll, logp=lambda value, ll: ll, signature="()->()",
                       observed=n_per_item, dims=D.ITEM)
         pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
     model.crowd_start = _start_values(start, covariance, M, G, d)
@@ -751,15 +751,15 @@ def _start(ann, counts, pri):
             means[m, g] = X[rows].mean(axis=0) if n else ann.features.mean(axis=0)
             S = np.cov(X[rows].T, bias=True).reshape(d, d) if n > 1 else np.zeros((d, d))
             covs[m, g] = (n * S + (d + 2) * overall) / (n + d + 2)
-    prev = (counts + pri["prevalence"] - 1)
+    prev = (counts + pri["label_share"] - 1)
     prev = np.clip(prev, 1e-6, None)
-    return {"prevalence": prev / prev.sum(axis=1, keepdims=True), "class_mean": means,
+    return {"label_share": prev / prev.sum(axis=1, keepdims=True), "class_mean": means,
             "cov": covs}
 
 
 def _start_values(start, covariance, M, G, d):
     covs = start["cov"]
-    out = {"prevalence": start["prevalence"], "class_mean": start["class_mean"]}
+    out = {"label_share": start["label_share"], "class_mean": start["class_mean"]}
     vary_vol, vary_shape, orient = _structure_parts(covariance)
     if orient == "I":
         lv = np.log(np.einsum("mgff->mgf", covs))
@@ -793,7 +793,7 @@ def base_learners_from_posterior(fit, annotations: Annotations) -> dict:
     mean_over = [d for d in (D.CHAIN, D.DRAW) if d in post.dims]
     post = post.mean(mean_over)
     return {
-        a: GaussianClassifier(annotations.classes, post["prevalence"].sel(annotator=a).values,
+        a: GaussianClassifier(annotations.classes, post["label_share"].sel(annotator=a).values,
                               post["class_mean"].sel(annotator=a).values,
                               post["covariance"].sel(annotator=a).values)
         for a in annotations.annotators
@@ -825,7 +825,7 @@ def stack_posterior(fit, weights, X, *, classes=None, max_draws: int | None = No
     else:
         W = _weights_vector(weights, names)[None, :]
     X = _as_features(X)
-    prev = post["prevalence"].transpose("sample", D.ANNOTATOR, D.TRUE_CLASS).values
+    prev = post["label_share"].transpose("sample", D.ANNOTATOR, D.TRUE_CLASS).values
     mean = post["class_mean"].transpose("sample", D.ANNOTATOR, D.TRUE_CLASS, D.FEATURE).values
     cov = post["covariance"].transpose("sample", D.ANNOTATOR, D.TRUE_CLASS, D.FEATURE,
                                        D.FEATURE_AUX).values

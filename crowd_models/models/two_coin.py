@@ -334,7 +334,7 @@ def build_model(
 
     Variables: ``sensitivity``, ``specificity`` (annotator); ``prevalence`` or
     ``coef`` (feature) and ``intercept``; deterministic ``item_class_prob``
-    (item, true_class); observed ``labels`` (item) whose log-density is each
+    (item, true_class); observed ``item_labels`` (item) whose log-density is each
     item's marginal log-likelihood. ``model.crowd_start`` holds the
     majority-vote start that :func:`em` uses (``fit_map`` starts there).
     """

@@ -17,6 +17,8 @@ Modules
 summary : ``annotator_summary``, ``item_table``, ``coefficient_table`` and
     ``conditional_intervals`` (a continuous MAP fit's EM-conditional intervals),
     ``true_value_summary`` (each item's true value, continuous fits).
+experts : ``experts_equivalent`` (how many crowd annotators equal one expert,
+    continuous fits).
 plots : ``plot_annotators`` (ROC space), ``plot_thresholds`` (ordinal),
     ``plot_bias_noise`` (continuous, latent ordinal), ``plot_accuracy``.
 heatmaps : ``plot_confusion``, ``plot_confusions``, ``plot_confusion_groups``
@@ -26,6 +28,7 @@ metrics : scores against gold labels: ``roc_curve``, ``plot_roc``,
     rates beside their estimates) and ``gold_confusion``.
 """
 
+from crowd_models.report.experts import experts_equivalent
 from crowd_models.report.heatmaps import (
     pick_annotators,
     plot_confusion,
@@ -60,6 +63,7 @@ __all__ = [
     "coefficient_table",
     "conditional_intervals",
     "true_value_summary",
+    "experts_equivalent",
     "plot_annotators",
     "plot_thresholds",
     "plot_bias_noise",

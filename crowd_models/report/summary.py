@@ -345,8 +345,8 @@ def _labels_per_item(fit, annotations: Annotations | None, items: pd.Index) -> n
                     return np.bincount(idx, minlength=len(items))
         if "observed_data" in fit.children:
             observed = fit["observed_data"].to_dataset()
-            if "labels" in observed and observed["labels"].dims == (D.ITEM,):
-                da = observed["labels"]
+            if D.OBSERVED in observed and observed[D.OBSERVED].dims == (D.ITEM,):
+                da = observed[D.OBSERVED]
                 counts = pd.Series(np.asarray(da.values), index=pd.Index(da[D.ITEM].values)
                                    if D.ITEM in da.coords else None)
                 if D.ITEM in da.coords:

@@ -53,7 +53,7 @@ def test_fit_map_with_features(labels_csv, capsys):
     assert code == 0
     with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
         assert list(saved.posterior["coef"].feature.values) == ["age", "size"]
-        assert saved.log_likelihood["labels"].sizes["item"] == 300
+        assert saved.log_likelihood["item_labels"].sizes["item"] == 300
 
 
 @pytest.mark.parametrize("args, message", [
@@ -210,7 +210,7 @@ def test_fit_continuous_map(continuous_csv, capsys):
     if em is not None:
         np.testing.assert_allclose(items["mean"], em["mean"], atol=1e-5)
     with xr.open_datatree(out / "fit.nc", engine="h5netcdf") as saved:
-        assert saved.log_likelihood["labels"].sizes["item"] == 200
+        assert saved.log_likelihood["item_labels"].sizes["item"] == 200
 
 
 def test_fit_ordinal_em_matches_the_family(tmp_path, capsys):

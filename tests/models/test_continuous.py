@@ -74,7 +74,7 @@ def _point(model, values: dict) -> dict:
 
 
 def _per_item(model, point):
-    return model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    return model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
 
 
 def _true_value(model, point):
@@ -223,7 +223,7 @@ def _assert_map_equals_em(ann, model, map_fit=None, lp_rtol=1e-12, **options):
 def test_map_equals_em_without_features(sim_bias, bias_model, bias_map):
     em_fit, map_fit = _assert_map_equals_em(sim_bias, bias_model, bias_map, bias=True)
     assert "bias" in em_fit and "coef" not in em_fit
-    assert map_fit.log_likelihood["labels"].sizes["item"] == 300
+    assert map_fit.log_likelihood["item_labels"].sizes["item"] == 300
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -252,7 +252,7 @@ def test_map_equals_em_with_scale(sim_scale):
     per_item = continuous.item_log_marginal(
         sim_scale, params["precision"], em_fit["truth_precision"].values[0, 0],
         em_fit["intercept"].values[0, 0], bias=params["bias"], scale=params["scale"])
-    np.testing.assert_allclose(map_fit.log_likelihood["labels"].values[0, 0], per_item,
+    np.testing.assert_allclose(map_fit.log_likelihood["item_labels"].values[0, 0], per_item,
                                rtol=1e-6)
 
 
@@ -266,7 +266,7 @@ def test_em_recovers_scales():
     assert np.abs(fit["scale"].values[0, 0] - order).max() < 0.1
     np.testing.assert_allclose(fit["scale_offset"].values, fit["scale"].values - 1)
     # a scaled annotator's labels tell scale^2 * precision about the truth
-    table = continuous.experts_equivalent(fit, 10.0)
+    table = cm.report.experts_equivalent(fit, 10.0)
     tau = fit["precision"].values[0, 0] * fit["scale"].values[0, 0] ** 2
     n_j = sim.n_labels()
     assert table.loc["crowd_precision", "mean"] == pytest.approx(tau @ n_j / n_j.sum())
@@ -348,7 +348,7 @@ def test_fits_share_names_and_reports(sim_bias, bias_map):
     assert post["true_value"].dims == ("chain", "draw", "item")
     assert post["bias"].sel(annotator="annotator_3").values.shape == (1, 1)
     # MAP's item log-likelihoods sum to EM's log-likelihood
-    np.testing.assert_allclose(float(bias_map.log_likelihood["labels"].sum()),
+    np.testing.assert_allclose(float(bias_map.log_likelihood["item_labels"].sum()),
                                em_fit.attrs["log_likelihood"], rtol=1e-9)
     summary = cm.report.true_value_summary(em_fit, annotations=sim_bias)
     np.testing.assert_allclose(summary["sd"], em_fit["true_value_sd"].values[0, 0])
@@ -375,7 +375,7 @@ def test_experts_equivalent(sim_bias):
     tau = fit["precision"].values[0, 0]
     n_j = sim_bias.n_labels()
     crowd = tau @ n_j / n_j.sum()
-    table = continuous.experts_equivalent(fit, 20.0)
+    table = cm.report.experts_equivalent(fit, 20.0)
     assert list(table.index) == ["expert_precision", "crowd_precision", "annotators_per_expert"]
     assert table.loc["crowd_precision", "mean"] == pytest.approx(crowd)
     assert table.loc["annotators_per_expert", "mean"] == pytest.approx(20.0 / crowd)
@@ -383,7 +383,7 @@ def test_experts_equivalent(sim_bias):
     # an "expert" whose labels are the simulated truth plus noise of precision 8
     rng = np.random.default_rng(0)
     expert = replace(sim_bias, gold=sim_bias.gold + 0.7 + rng.standard_normal(300) / np.sqrt(8))
-    by_gold = continuous.experts_equivalent(fit, "gold", annotations=expert)
+    by_gold = cm.report.experts_equivalent(fit, "gold", annotations=expert)
     mu, sd = fit["true_value"].values[0, 0], fit["true_value_sd"].values[0, 0]
     r = expert.gold - mu
 
@@ -398,7 +398,7 @@ def test_experts_equivalent(sim_bias):
     assert by_gold.loc["annotators_per_expert", "mean"] == pytest.approx(tau_expert / crowd)
     # a perfect expert is infinitely precise
     perfect = replace(sim_bias, gold=mu + 0.3)
-    assert np.isinf(continuous.experts_equivalent(fit, "gold", annotations=perfect).loc[
+    assert np.isinf(cm.report.experts_equivalent(fit, "gold", annotations=perfect).loc[
         "expert_precision", "mean"])
 
 
@@ -519,9 +519,9 @@ def test_simulate_and_report_bad_input(sim_bias):
         continuous.simulate([1.0, 2.0], n_items=5, labels_per_item=3)
     fit = continuous.em(sim_bias)
     with pytest.raises(ValueError, match="positive number or 'gold'"):
-        continuous.experts_equivalent(fit, -1.0)
+        cm.report.experts_equivalent(fit, -1.0)
     with pytest.raises(ValueError, match="needs annotations=... with continuous gold"):
-        continuous.experts_equivalent(fit, "gold")
+        cm.report.experts_equivalent(fit, "gold")
     with pytest.raises(ValueError, match="no 'true_value'"):
         cm.report.true_value_summary(cm.models.two_coin.em(cm.datasets.load_bluebirds()))
 
@@ -563,7 +563,7 @@ def test_nuts_recovers_simulated_annotators():
     assert loo.elpd_i.sizes["item"] == 400
     summary = cm.report.true_value_summary(idata, annotations=sim)
     assert np.corrcoef(summary["mean"], sim.gold)[0, 1] > 0.9
-    ratio = continuous.experts_equivalent(idata, 16.0)
+    ratio = cm.report.experts_equivalent(idata, 16.0)
     assert ratio.loc["annotators_per_expert", "lower"] < ratio.loc[
         "annotators_per_expert", "upper"]
 
@@ -604,7 +604,7 @@ def test_loo_compare_ranks_the_variants(noise, best):
         model = continuous.build_model(sim, bias=variant.endswith("+bias"),
                                        noise=variant.split("+")[0])
         fits[variant] = _nuts(model, draws=400, tune=400, chains=2, random_seed=3)
-        assert fits[variant].log_likelihood["labels"].sizes["item"] == 200
+        assert fits[variant].log_likelihood["item_labels"].sizes["item"] == 200
     ranking = az.compare(fits)
     order = list(ranking.index)
     assert order[-1] != best  # the true variant does not rank last

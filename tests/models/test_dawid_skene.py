@@ -58,7 +58,7 @@ def test_marginal_loglik_matches_brute_force():
         total += np.exp(logp)
     point = {"confusion_simplex__": SIMPLEX.forward(conf).eval(),
              "prevalence_simplex__": SIMPLEX.forward(prev).eval()}
-    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
     np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=1e-12)
     log_prior = sum(stats.dirichlet.logpdf(row, np.roll([3, 1.5, 1.5], k))
                     for jk in conf for k, row in enumerate(jk))
@@ -72,10 +72,10 @@ def test_two_classes_equal_the_two_coin_model(sim_plain, plain_model):
     sens = np.array([0.85, 0.7, 0.6, 0.65, 0.55])
     spec = np.array([0.8, 0.75, 0.6, 0.7, 0.5])
     conf = np.stack([np.stack([spec, 1 - spec], -1), np.stack([1 - sens, sens], -1)], 1)
-    ds_ll = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])({
+    ds_ll = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])({
         "confusion_simplex__": SIMPLEX.forward(conf).eval(),
         "prevalence_simplex__": SIMPLEX.forward(np.array([0.7, 0.3])).eval()})
-    tc_ll = plain_model.compile_fn(plain_model.logp(vars=[plain_model["labels"]],
+    tc_ll = plain_model.compile_fn(plain_model.logp(vars=[plain_model["item_labels"]],
                                                     sum=False)[0])({
         "sensitivity_logodds__": np.log(sens / (1 - sens)),
         "specificity_logodds__": np.log(spec / (1 - spec)),

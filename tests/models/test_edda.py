@@ -164,6 +164,84 @@ def test_closed_forms_equal_the_textbook_estimates(iris, iris_fits):
                                    np.trace(W.sum(0)) / 600 * np.eye(4))
 
 
+@pytest.mark.parametrize("structure", ["VEI", "VEV", "VEE"])
+def test_common_shape_fits_are_stationary(iris, iris_fits, structure):
+    """The common-shape structures solve their stationarity equations to the stopping
+    tolerance (1e-10): with Sigma_g = lam_g * B (B the common shape, |B| = 1),
+    lam_g = tr(W_g B^-1) / (n_g d) and B proportional to sum_g W_g / lam_g, restricted
+    to the structure (diagonal for VEI; in each class's own eigenbasis for VEV)."""
+    X, y = iris
+    fit = iris_fits[structure]
+    n, _, W = _scatter(X, y, fit.classes)
+    G, d = len(n), X.shape[1]
+    Sigma = fit.covariances
+    lam = np.exp(np.linalg.slogdet(Sigma)[1] / d)
+    if structure == "VEE":
+        B = Sigma / lam[:, None, None]
+        np.testing.assert_allclose(B, np.broadcast_to(B[0], B.shape), rtol=1e-12, atol=1e-14)
+        B = B[0]
+        lam_fp = np.einsum("gij,ji->g", W, np.linalg.inv(B)) / (n * d)
+        M = (W / lam[:, None, None]).sum(axis=0)
+        B_fp = M / np.exp(np.linalg.slogdet(M)[1] / d)
+        np.testing.assert_allclose(B_fp, B, rtol=0, atol=1e-9 * np.abs(B).max())
+    else:
+        if structure == "VEI":
+            w = np.einsum("gii->gi", W)
+            shape = np.einsum("gii->gi", Sigma) / lam[:, None]
+        else:  # eigenvalues in decreasing order, matched by rank as in mclust
+            w = np.linalg.eigvalsh(W)[:, ::-1]
+            shape = np.linalg.eigvalsh(Sigma)[:, ::-1] / lam[:, None]
+            # each class's covariance shares the eigenvectors of its own scatter
+            for g in range(G):
+                np.testing.assert_allclose(Sigma[g] @ W[g], W[g] @ Sigma[g],
+                                           atol=1e-8 * np.abs(W[g]).max() ** 2 / n[g])
+        np.testing.assert_allclose(shape, np.broadcast_to(shape[0], shape.shape), rtol=1e-10)
+        A = shape[0]
+        lam_fp = (w / A).sum(axis=1) / (n * d)
+        a = (w / lam[:, None]).sum(axis=0)
+        np.testing.assert_allclose(a / np.exp(np.log(a).mean()), A, rtol=1e-9)
+    np.testing.assert_allclose(lam_fp, lam, rtol=1e-9)
+
+
+def _proportional_scatters(structure):
+    """Three classes whose scatters are exactly c_g * B (VEE), c_g * Q_g diag(b) Q_g^T
+    (VEV) or diagonal c_g * diag(b) (VEI): the common-shape equations are then solved
+    by the first sweep from the identity shape, and the second sweep moves nothing."""
+    rng = np.random.default_rng(4)
+    d, sizes, c = 3, (12, 20, 30), (0.5, 1.0, 3.0)
+    b = np.array([4.0, 1.0, 0.25])
+    L = np.linalg.cholesky(np.array([[2.0, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 0.5]]))
+    blocks = []
+    for g, m in enumerate(sizes):
+        Z = rng.normal(size=(m, d))
+        Z -= Z.mean(axis=0)
+        Z = Z @ np.linalg.inv(np.linalg.cholesky(Z.T @ Z)).T  # scatter exactly I
+        if structure == "VEE":
+            A = L
+        elif structure == "VEV":
+            A = np.linalg.qr(rng.normal(size=(d, d)))[0] * np.sqrt(b)
+        else:
+            A = np.diag(np.sqrt(b))
+        blocks.append(Z @ A.T * np.sqrt(c[g]) + 5.0 * g)
+    return np.concatenate(blocks), np.repeat([0, 1, 2], sizes)
+
+
+@pytest.mark.parametrize("structure", ["VEI", "VEV", "VEE"])
+def test_common_shape_sweeps_are_counted(structure):
+    X, y = _proportional_scatters(structure)
+    fit = fit_edda(X, y, structure)
+    assert fit.converged and fit.n_iter == 2
+    with pytest.warns(UserWarning, match="did not converge"):
+        short = fit_edda(X, y, structure, max_iter=1)
+    assert not short.converged and short.n_iter == 1
+    assert fit_edda(X, y, structure, max_iter=2).converged
+
+
+def test_closed_forms_take_no_sweeps(iris_fits):
+    for s in ("EII", "VII", "EEI", "VVI", "EVI", "EEE", "VVV", "EVV", "EEV"):
+        assert iris_fits[s].converged and iris_fits[s].n_iter == 0, s
+
+
 # ------------------------------------------------------------- optimality
 
 
@@ -359,7 +437,7 @@ def test_select_edda_records_singular_structures(iris):
 
 def test_nonconvergence_warns(iris):
     X, y = iris
-    with pytest.warns(RuntimeWarning, match="did not converge in max_iter=2"):
+    with pytest.warns(UserWarning, match="did not converge in max_iter=2"):
         fit = fit_edda(X, y, "VVE", max_iter=2)
     assert not fit.converged and fit.n_iter == 2
 
@@ -478,6 +556,12 @@ def test_bad_labels(iris):
         fit_edda(X, ym)
     with pytest.raises(TypeError, match="classes="):
         fit_edda(X, np.array([1, "a"] * 75, dtype=object))
+    # long lists of labels are cut at the first ten
+    many = np.array([*range(11), *"abcd"] * 10, dtype=object)
+    with pytest.raises(TypeError, match=r"the labels \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\] \(mixed"):
+        fit_edda(X, many)
+    with pytest.raises(ValueError, match=r"label\(s\) \[3, 4, 5, 6, 7, 8, 9, 10, 11, 12\] not in"):
+        fit_edda(X, np.arange(150) % 15, classes=[0, 1, 2])
     with pytest.raises(TypeError, match="give class labels y"):
         fit_edda(X)
 
@@ -490,6 +574,9 @@ def test_bad_weights(iris):
     Zb = Z.copy()
     Zb[10] = [0.5, 0.2, 0.2]
     with pytest.raises(ValueError, match=r"sum to 1.*row 10 sums to 0.9"):
+        fit_edda(X, None, weights=Zb)
+    Zb[[20, 30]] = [0.5, 0.6, 0.1]
+    with pytest.raises(ValueError, match=r"; 3 row\(s\) do not, e.g. row 10 sums to 0.9"):
         fit_edda(X, None, weights=Zb)
     with pytest.raises(ValueError, match="nonnegative"):
         fit_edda(X, None, weights=Z * [[-1, 2, 2]])

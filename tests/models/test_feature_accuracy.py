@@ -75,7 +75,7 @@ def test_marginal_loglik_matches_brute_force():
     for name, w in (("coef", coef), ("accuracy_coef", gamma)):
         point[f"{name}_pos_log__"] = np.log(np.maximum(w, eps))
         point[f"{name}_neg_log__"] = np.log(np.maximum(-w, eps))
-    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
     assert per_item.shape == (ann.n_items,)
     np.testing.assert_allclose(per_item.sum(), brute, rtol=1e-12)
     # likelihood + Laplace priors + N(0, 10^2) intercepts, no Jacobian
@@ -116,7 +116,7 @@ def test_map_reproduces_em_with_exact_zeros(sim, em_fit, model, start):
         assert np.abs(map_v[~zero] - em_v[~zero]).max() < 1e-6, name
     np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
                                rtol=1e-10)
-    assert map_fit.log_likelihood["labels"].sizes["item"] == sim.n_items
+    assert map_fit.log_likelihood["item_labels"].sizes["item"] == sim.n_items
 
 
 def test_em_fixed_point_satisfies_the_map_optimality_conditions(sim, em_fit):
@@ -386,7 +386,7 @@ def test_nuts_converges_with_sign_consistent_chains():
     assert idata.attrs["label_switched_chains"] == []
     summ = az.summary(aligned, var_names=PARAMS)
     assert summ["r_hat"].max() <= 1.01, summ
-    assert aligned.log_likelihood["labels"].sizes["item"] == 150
+    assert aligned.log_likelihood["item_labels"].sizes["item"] == 150
     # the Bayesian lasso shrinks the null coefficient towards zero
     coef = aligned.posterior["coef"].mean(("chain", "draw")).values
     assert abs(coef[3]) < 0.3 < min(abs(coef[0]), abs(coef[1]))

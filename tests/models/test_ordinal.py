@@ -173,7 +173,7 @@ def test_em_is_a_fixed_point_of_each_thresholds_two_coin_em(sim_cumulative):
         y = (ann.labels > c).astype(float)
         sens = fit["sensitivity"].values[0, 0, :, c]
         spec = fit["specificity"].values[0, 0, :, c]
-        prev = fit["prevalence"].values[0, 0, c]
+        prev = fit["threshold_prevalence"].values[0, 0, c]
         log_pos = np.full(ann.n_items, np.log(prev))
         log_neg = np.full(ann.n_items, np.log1p(-prev))
         np.add.at(log_pos, item, y * np.log(sens[j]) + (1 - y) * np.log1p(-sens[j]))
@@ -218,7 +218,7 @@ def test_map_equals_em(sim_cumulative, cumulative_model):
     em_fit = ordinal.em(sim_cumulative)
     map_fit = cm.fit_map(cumulative_model)  # from the same majority-vote starts
     diffs = {name: float(np.abs(map_fit.posterior[name].values - em_fit[name].values).max())
-             for name in ("sensitivity", "specificity", "prevalence", "exceed_prob",
+             for name in ("sensitivity", "specificity", "threshold_prevalence", "exceed_prob",
                           "item_class_prob")}
     print("MAP-EM max abs diff", diffs)
     assert max(diffs.values()) <= 1e-6, diffs
@@ -226,10 +226,40 @@ def test_map_equals_em(sim_cumulative, cumulative_model):
                                rtol=1e-10)
     # EM's log posterior is the model's logp(jacobian=False) at the EM point
     logp = cumulative_model.compile_logp(jacobian=False)
-    point = {f"{k}_logodds__": np.log(v / (1 - v)) for k, v in (
-        (k, em_fit[k].values[0, 0]) for k in ("sensitivity", "specificity", "prevalence"))}
+    names = ("sensitivity", "specificity", "threshold_prevalence")
+    point = {f"{k}_logodds__": np.log(v / (1 - v))
+             for k, v in ((k, em_fit[k].values[0, 0]) for k in names)}
     np.testing.assert_allclose(logp(point), em_fit.attrs["log_posterior"], rtol=1e-10)
-    assert map_fit.log_likelihood["labels"].sizes["item"] == sim_cumulative.n_items
+    assert map_fit.log_likelihood["item_labels"].sizes["item"] == sim_cumulative.n_items
+
+
+@pytest.mark.parametrize("matrix", [False, True])
+def test_cumulative_classifier_prior_and_layout(sim_cumulative, matrix):
+    """With features, each threshold has its own logistic classifier, ``coef``
+    (feature, threshold): the model's log density at the EM point equals EM's log
+    posterior, under independent N(0, 1/gamma_f) coefficients and under a full
+    precision matrix (each threshold's column ~ N(0, Gamma^-1))."""
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    ann = sim_cumulative.with_features(rng.normal(size=(sim_cumulative.n_items, 2)))
+    gamma = np.array([[2.0, 0.6], [0.6, 1.0]]) if matrix else np.array([2.0, 0.5])
+    fit = ordinal.em(ann, coef_precision=gamma)
+    coef = fit["coef"].values[0, 0]
+    assert fit["coef"].dims[2:] == ("feature", "threshold") and coef.shape == (2, 3)
+    model = ordinal.build_model(ann, coef_precision=gamma)
+    assert model.named_vars_to_dims["coef"] == ("feature", "threshold")
+    point = {f"{k}_logodds__": np.log(v / (1 - v)) for k, v in (
+        (k, fit[k].values[0, 0]) for k in ("sensitivity", "specificity"))}
+    point["coef"], point["intercept"] = coef, fit["intercept"].values[0, 0]
+    logp = model.compile_logp(jacobian=False)
+    np.testing.assert_allclose(logp(point), fit.attrs["log_posterior"], rtol=1e-10)
+    # the coefficient prior alone, against scipy, column by column
+    cov = np.linalg.inv(gamma) if matrix else np.diag(1 / gamma)
+    expected = sum(stats.multivariate_normal(np.zeros(2), cov).logpdf(coef[:, t])
+                   for t in range(3))
+    prior = model.compile_fn(model.logp(vars=[model["coef"]], jacobian=False))
+    np.testing.assert_allclose(prior({"coef": coef}), expected, rtol=1e-12)
 
 
 def test_cumulative_annotator_summary(sim_cumulative):
@@ -254,7 +284,7 @@ def test_simulate_cumulative_rates(rng):
             assert abs(sens - CUMULATIVE["sensitivity"][k][c]) < 0.03
             assert abs(spec - CUMULATIVE["specificity"][k][c]) < 0.03
     assert list(sim.classes) == [1, 2, 3, 4]
-    np.testing.assert_allclose(sim.truth["prevalence"].values, [0.75, 0.5, 0.25])
+    np.testing.assert_allclose(sim.truth["threshold_prevalence"].values, [0.75, 0.5, 0.25])
 
 
 # ------------------------------------------------------------ latent
@@ -336,7 +366,7 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
         total += p
     # PyMC's normal log-cdf is accurate to ~1e-9 (relative), the logistic one to rounding
     rtol = 1e-10 if link == "logit" else 1e-7
-    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
     assert per_item.shape == (4,)
     np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=rtol)
     # the whole model, priors included, no Jacobian (what find_MAP maximises)
@@ -405,7 +435,7 @@ def test_nuts_recovers_the_cumulative_model(sim_cumulative, cumulative_model):
     # the edge of its own noise (1.0113 for nutpie's chains of one seed)
     idata = cm.sample(cumulative_model, draws=600, tune=600, chains=4, random_seed=4,
                       progressbar=False)
-    summ = az.summary(idata, var_names=["sensitivity", "specificity", "prevalence"])
+    summ = az.summary(idata, var_names=["sensitivity", "specificity", "threshold_prevalence"])
     assert summ["r_hat"].max() <= 1.01
     assert int(idata.sample_stats["diverging"].sum()) == 0
     lo, hi = idata.posterior["sensitivity"].quantile([0.025, 0.975], dim=("chain", "draw"))

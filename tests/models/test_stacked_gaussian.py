@@ -212,8 +212,8 @@ def test_bad_input_gets_clear_errors(separated):
     sg.fit_base_learners(small, "VVV", shrinkage=1.0)  # documented regularisation
     with pytest.raises(ValueError, match="need item features"):
         sg.fit_base_learners(ann.with_features(None))
-    with pytest.raises(ValueError, match="prevalence_prior"):
-        sg.build_model(ann, prevalence_prior=0.5)
+    with pytest.raises(ValueError, match="label_share_prior"):
+        sg.build_model(ann, label_share_prior=0.5)
 
 
 def test_simulate_gives_experts_more_accurate_than_novices():
@@ -271,7 +271,7 @@ def test_nuts_default_priors_regularise_a_small_class_and_mix(small_sim):
                       progressbar=False)
     import arviz as az
 
-    rhat = az.rhat(idata, var_names=["prevalence", "class_mean", "covariance"])
+    rhat = az.rhat(idata, var_names=["label_share", "class_mean", "covariance"])
     worst = max(float(rhat[v].max()) for v in rhat.data_vars)
     assert worst <= 1.01
     w = sg.annotator_weights(small, "E")
@@ -419,8 +419,8 @@ def test_bootstrap_weights_vary_with_the_resample(separated):
      "weights must be finite and non-negative"),
     (lambda ann: sg.stack(sg.fit_base_learners(ann), [0.5, 0.5, 0.5, 0.5]),
      r"weights must sum to 1 \(they sum to 2\)"),
-    (lambda ann: sg.build_model(ann, mean_prior_scale=-1.0),
-     "mean_prior_scale must be a positive number or None"),
+    (lambda ann: sg.build_model(ann, class_mean_sd=-1.0),
+     "class_mean_sd must be a positive number or None"),
     (lambda ann: sg.build_model(ann, covariance_prior={"dof": -2.0}),
      "covariance_prior dof must be > -1, got -2.0"),
     (lambda ann: sg.build_model(ann, covariance_prior={"scale": [1.0, -1.0]}),

@@ -67,7 +67,7 @@ def test_marginal_loglik_matches_brute_force(features):
         log_prior = stats.beta.logpdf(0.35, 2, 2)
     log_prior += stats.beta.logpdf(sens, 3, 2).sum() + stats.beta.logpdf(spec, 3, 2).sum()
     brute = _brute_force_loglik(ann, sens, spec, p_pos)
-    per_item = model.compile_fn(model.logp(vars=[model["labels"]], sum=False)[0])(point)
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
     assert per_item.shape == (ann.n_items,)
     np.testing.assert_allclose(per_item.sum(), brute, rtol=1e-12)
     # the whole model: likelihood + priors, no Jacobian (what find_MAP maximises)
@@ -98,7 +98,7 @@ def _assert_map_equals_em(ann, names, model=None):
 
 def test_map_equals_em_with_features(sim_features):
     em_fit, map_fit = _assert_map_equals_em(sim_features, PARAMS + ["coef", "intercept"])
-    assert map_fit.log_likelihood["labels"].sizes["item"] == 2000
+    assert map_fit.log_likelihood["item_labels"].sizes["item"] == 2000
 
 
 def test_map_equals_em_without_features(sim_plain, plain_model):
