@@ -475,7 +475,7 @@ in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
 below 2e-9): the mode sits on the edge of the support."""
 
 
-def _check_boundary_mode(fns, x, shapes) -> None:
+def _check_boundary_mode(fns, x, shapes, stacklevel: int = 3) -> None:
     """Warn when the MAP puts transformed parameters on the edge of their support."""
     model = fns.model
     intended = set(getattr(model, "crowd_sparse", ()))  # exact zeros the prior is built for
@@ -492,7 +492,7 @@ def _check_boundary_mode(fns, x, shapes) -> None:
             f"the MAP sits on the boundary of the support for {', '.join(edges)} (a rate "
             f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
             f"curvature-based intervals there mean nothing. Use the default priors, or "
-            f"cm.sample for the uncertainty.", UserWarning, stacklevel=3,
+            f"cm.sample for the uncertainty.", UserWarning, stacklevel=stacklevel,
         )
 
 

@@ -277,23 +277,7 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
     if continuous:
         if declared:
             raise ValueError("continuous labels have no classes: drop classes= or continuous=True.")
-        values = pd.to_numeric(raw, errors="coerce")
-        bad = values.isna().to_numpy()
-        if bad.any():
-            raise TypeError(
-                f"continuous labels must be numbers; column {label!r} holds non-numeric values "
-                f"{examples(raw[bad].unique())}. Convert them, or drop continuous=True for "
-                f"categorical labels."
-            )
-        values = values.to_numpy(dtype=float)
-        infinite = ~np.isfinite(values)
-        if infinite.any():
-            raise ValueError(
-                f"continuous labels must be finite; column {label!r} holds infinite values on "
-                f"rows {examples(index[infinite])} ({infinite.sum()} row(s)): inf and -inf "
-                f"are not labels. Drop or correct those rows first."
-            )
-        return values, None
+        return _continuous_values(raw, index, label), None
     uniques = pd.unique(raw)
     non_finite = [v for v in uniques if _is_number(v) and not np.isfinite(v)]
     if non_finite:
@@ -303,58 +287,10 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
             f"{rows.sum()} row(s), e.g. rows {examples(index[rows])}: inf and -inf are not "
             f"classes. Drop or correct those rows first."
         )
-    source = "classes="
-    if not declared:
-        if categories is not None:
-            source = f"the categories of column {label!r}"
-            _warn_near_duplicates(pd.Index(categories, dtype=object),
-                                  f"the categories of column {label!r}", "classes")
-            classes = categories
-            if len(classes) < 2:
-                raise ValueError(
-                    f"column {label!r} is Categorical with the single category "
-                    f"{listing(classes)}: one class only, so there is nothing to learn. If "
-                    f"other classes exist, add them (.cat.add_categories) or declare them "
-                    f"with classes=[...]."
-                )
-        else:
-            _warn_near_duplicates(pd.Index(uniques), f"the labels in column {label!r}",
-                                  "classes")
-            _check_many_classes(uniques, label)
-            try:
-                classes = sorted(uniques)
-            except TypeError as err:
-                raise TypeError(
-                    f"the labels in column {label!r} mix types that cannot be sorted "
-                    f"({examples(uniques)}); pass classes=[...] to give the class order, or "
-                    f"make the column one type."
-                ) from err
-            if len(classes) < 2:
-                raise ValueError(
-                    f"every label is {short_repr(classes[0])}: one class only, so there is "
-                    f"nothing to learn. If other classes exist, declare them with "
-                    f"classes=[...]."
-                )
+    if declared:
+        classes, source = _declared_classes(classes, strip), "classes="
     else:
-        classes = list(classes)
-        if strip:
-            classes = [c.strip() if isinstance(c, str) else c for c in classes]
-        unreal = [c for c in classes
-                  if c is None or c is pd.NA or (_is_number(c) and not np.isfinite(c))]
-        if unreal:
-            raise ValueError(
-                f"classes= holds {examples(unreal)}: a class must be a finite value (NaN and "
-                f"None mean a missing label, inf is not a class). Remove them from classes=."
-            )
-        dup = pd.Index(classes, dtype=object)
-        dup = dup[dup.duplicated()]
-        if len(dup):
-            raise ValueError(
-                f"classes= has duplicates: {examples(dup.unique())}; name each class once "
-                f"(got {listing(classes)})."
-            )
-        if len(classes) < 2:
-            raise ValueError(f"classes= must name at least two classes, got {classes}.")
+        classes, source = _inferred_classes(uniques, categories, label)
     classes = pd.Index(classes)
     codes = classes.get_indexer(raw.to_numpy())
     bad = codes < 0
@@ -388,6 +324,88 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
                 f"classes, declare classes=[...] to confirm."
             )
     return codes.astype(np.int64), classes
+
+
+def _continuous_values(raw: pd.Series, index, label: str) -> np.ndarray:
+    """Real-valued labels: numbers, all finite."""
+    values = pd.to_numeric(raw, errors="coerce")
+    bad = values.isna().to_numpy()
+    if bad.any():
+        raise TypeError(
+            f"continuous labels must be numbers; column {label!r} holds non-numeric values "
+            f"{examples(raw[bad].unique())}. Convert them, or drop continuous=True for "
+            f"categorical labels."
+        )
+    values = values.to_numpy(dtype=float)
+    infinite = ~np.isfinite(values)
+    if infinite.any():
+        raise ValueError(
+            f"continuous labels must be finite; column {label!r} holds infinite values on "
+            f"rows {examples(index[infinite])} ({infinite.sum()} row(s)): inf and -inf "
+            f"are not labels. Drop or correct those rows first."
+        )
+    return values
+
+
+def _inferred_classes(uniques, categories, label: str):
+    """(classes, where they came from) for undeclared classes: the categories or the
+    sorted labels."""
+    source = "classes="
+    if categories is not None:
+        source = f"the categories of column {label!r}"
+        _warn_near_duplicates(pd.Index(categories, dtype=object),
+                              f"the categories of column {label!r}", "classes")
+        classes = categories
+        if len(classes) < 2:
+            raise ValueError(
+                f"column {label!r} is Categorical with the single category "
+                f"{listing(classes)}: one class only, so there is nothing to learn. If "
+                f"other classes exist, add them (.cat.add_categories) or declare them "
+                f"with classes=[...]."
+            )
+    else:
+        _warn_near_duplicates(pd.Index(uniques), f"the labels in column {label!r}",
+                              "classes")
+        _check_many_classes(uniques, label)
+        try:
+            classes = sorted(uniques)
+        except TypeError as err:
+            raise TypeError(
+                f"the labels in column {label!r} mix types that cannot be sorted "
+                f"({examples(uniques)}); pass classes=[...] to give the class order, or "
+                f"make the column one type."
+            ) from err
+        if len(classes) < 2:
+            raise ValueError(
+                f"every label is {short_repr(classes[0])}: one class only, so there is "
+                f"nothing to learn. If other classes exist, declare them with "
+                f"classes=[...]."
+            )
+    return classes, source
+
+
+def _declared_classes(classes, strip: bool) -> list:
+    """classes= checked: finite, distinct, at least two."""
+    classes = list(classes)
+    if strip:
+        classes = [c.strip() if isinstance(c, str) else c for c in classes]
+    unreal = [c for c in classes
+              if c is None or c is pd.NA or (_is_number(c) and not np.isfinite(c))]
+    if unreal:
+        raise ValueError(
+            f"classes= holds {examples(unreal)}: a class must be a finite value (NaN and "
+            f"None mean a missing label, inf is not a class). Remove them from classes=."
+        )
+    dup = pd.Index(classes, dtype=object)
+    dup = dup[dup.duplicated()]
+    if len(dup):
+        raise ValueError(
+            f"classes= has duplicates: {examples(dup.unique())}; name each class once "
+            f"(got {listing(classes)})."
+        )
+    if len(classes) < 2:
+        raise ValueError(f"classes= must name at least two classes, got {classes}.")
+    return classes
 
 
 def _check_many_classes(uniques, label: str) -> None:

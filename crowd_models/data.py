@@ -61,6 +61,101 @@ from crowd_models._text import examples, listing
 __all__ = ["Annotations"]
 
 
+def _checked_wide(matrix, strip: bool, missing) -> pd.DataFrame:
+    """from_wide's matrix as a DataFrame with unique ids, missing codes masked."""
+    if isinstance(matrix, np.ndarray):
+        if matrix.ndim != 2:
+            raise ValueError(
+                f"from_wide expects a 2-D items x annotators matrix, got an array with "
+                f"shape {matrix.shape}."
+            )
+        matrix = pd.DataFrame(matrix)
+    if not isinstance(matrix, pd.DataFrame):
+        raise TypeError(
+            f"from_wide expects a DataFrame (items x annotators) or a 2-D numpy array, "
+            f"got {type(matrix).__name__}."
+        )
+    for what, where, index in (("item ids (the index)", "row", matrix.index),
+                               ("annotator ids (the columns)", "column", matrix.columns)):
+        check_wide_ids(index, what, where)
+    if strip:
+        matrix = matrix.copy()
+        matrix.index = strip_index(matrix.index)
+        matrix.columns = strip_index(matrix.columns)
+    for what, index in (("item ids (the index)", matrix.index),
+                        ("annotator ids (the columns)", matrix.columns)):
+        dup = index[index.duplicated()]
+        if len(dup):
+            raise ValueError(
+                f"the {what} contain duplicates: {examples(dup.unique())}"
+                + (" (once stripped of whitespace by strip=True)" if strip else "")
+                + ". Ids must be unique."
+            )
+    if missing is not None:
+        iterable = isinstance(missing, Iterable) and not isinstance(missing, str | bytes)
+        codes = list(missing) if iterable else [missing]
+        hit = matrix.isin(codes).to_numpy()
+        if not hit.any():
+            warn(
+                f"missing={listing(codes)} matches no cell of the matrix; nothing was "
+                f"treated as missing. Types matter: -1 and '-1' differ."
+            )
+        matrix = matrix.mask(hit)
+    return matrix
+
+
+def _wide_to_long(matrix: pd.DataFrame, classes, continuous: bool) -> pd.DataFrame:
+    """The present cells as a long table indexed by (item, annotator), keeping a shared
+    Categorical order and undoing the float upcast of integer labels."""
+    dtypes = list(matrix.dtypes)
+    categories = None
+    if any(isinstance(t, pd.CategoricalDtype) for t in dtypes) and not continuous:
+        cats = [t.categories for t in dtypes if isinstance(t, pd.CategoricalDtype)]
+        if len(cats) == len(dtypes) and all(c.equals(cats[0]) for c in cats):
+            categories = cats[0]
+        elif classes is None:
+            warn(
+                "some columns of the matrix are Categorical but not all with the same "
+                "categories, so their category order is not used and the classes are "
+                "sorted. Pass classes=[...] to give the order."
+            )
+    present = matrix.notna().to_numpy()
+    empty_cols = matrix.columns[~present.any(axis=0)]
+    if len(empty_cols):
+        raise ValueError(
+            f"annotator(s) {examples(empty_cols)} have no labels (all missing); "
+            f"drop those columns."
+        )
+    empty_rows = matrix.index[~present.any(axis=1)]
+    if len(empty_rows):
+        raise ValueError(
+            f"item(s) {examples(empty_rows)} have no labels (all missing); drop those rows."
+        )
+    rows, cols = np.nonzero(present)
+    values = matrix.to_numpy(dtype=object)[rows, cols]
+    long = pd.DataFrame(
+        {
+            "item": matrix.index[rows],
+            "annotator": matrix.columns[cols],
+            "label": values if categories is None else pd.Categorical(
+                values, categories=categories),
+        },
+        # so that label errors name (item, annotator) cells, not rows of this table
+        index=pd.MultiIndex.from_arrays(
+            [matrix.index[rows], matrix.columns[cols]], names=["item", "annotator"]
+        ),
+    )
+    if not continuous and categories is None:
+        # undo the float upcast that NaN forces on integer columns (1.0 -> 1)
+        vals = long["label"]
+        numeric = pd.to_numeric(vals, errors="coerce")
+        if numeric.notna().all() and np.all(np.mod(numeric, 1) == 0) and vals.map(
+            lambda v: isinstance(v, float)
+        ).any():
+            long["label"] = numeric.astype(np.int64)
+    return long
+
+
 @dataclass(frozen=True, eq=False)
 class Annotations:
     """Parsed annotations.
@@ -245,90 +340,8 @@ class Annotations:
             other classes, strings such as ``"NA"`` or ``"?"``; see
             ``missing_codes``), unless ``classes=`` declares the classes.
         """
-        if isinstance(matrix, np.ndarray):
-            if matrix.ndim != 2:
-                raise ValueError(
-                    f"from_wide expects a 2-D items x annotators matrix, got an array with "
-                    f"shape {matrix.shape}."
-                )
-            matrix = pd.DataFrame(matrix)
-        if not isinstance(matrix, pd.DataFrame):
-            raise TypeError(
-                f"from_wide expects a DataFrame (items x annotators) or a 2-D numpy array, "
-                f"got {type(matrix).__name__}."
-            )
-        for what, where, index in (("item ids (the index)", "row", matrix.index),
-                                   ("annotator ids (the columns)", "column", matrix.columns)):
-            check_wide_ids(index, what, where)
-        if strip:
-            matrix = matrix.copy()
-            matrix.index = strip_index(matrix.index)
-            matrix.columns = strip_index(matrix.columns)
-        for what, index in (("item ids (the index)", matrix.index),
-                            ("annotator ids (the columns)", matrix.columns)):
-            dup = index[index.duplicated()]
-            if len(dup):
-                raise ValueError(
-                    f"the {what} contain duplicates: {examples(dup.unique())}"
-                    + (" (once stripped of whitespace by strip=True)" if strip else "")
-                    + ". Ids must be unique."
-                )
-        if missing is not None:
-            iterable = isinstance(missing, Iterable) and not isinstance(missing, str | bytes)
-            codes = list(missing) if iterable else [missing]
-            hit = matrix.isin(codes).to_numpy()
-            if not hit.any():
-                warn(
-                    f"missing={listing(codes)} matches no cell of the matrix; nothing was "
-                    f"treated as missing. Types matter: -1 and '-1' differ."
-                )
-            matrix = matrix.mask(hit)
-        dtypes = list(matrix.dtypes)
-        categories = None
-        if any(isinstance(t, pd.CategoricalDtype) for t in dtypes) and not continuous:
-            cats = [t.categories for t in dtypes if isinstance(t, pd.CategoricalDtype)]
-            if len(cats) == len(dtypes) and all(c.equals(cats[0]) for c in cats):
-                categories = cats[0]
-            elif classes is None:
-                warn(
-                    "some columns of the matrix are Categorical but not all with the same "
-                    "categories, so their category order is not used and the classes are "
-                    "sorted. Pass classes=[...] to give the order."
-                )
-        present = matrix.notna().to_numpy()
-        empty_cols = matrix.columns[~present.any(axis=0)]
-        if len(empty_cols):
-            raise ValueError(
-                f"annotator(s) {examples(empty_cols)} have no labels (all missing); "
-                f"drop those columns."
-            )
-        empty_rows = matrix.index[~present.any(axis=1)]
-        if len(empty_rows):
-            raise ValueError(
-                f"item(s) {examples(empty_rows)} have no labels (all missing); drop those rows."
-            )
-        rows, cols = np.nonzero(present)
-        values = matrix.to_numpy(dtype=object)[rows, cols]
-        long = pd.DataFrame(
-            {
-                "item": matrix.index[rows],
-                "annotator": matrix.columns[cols],
-                "label": values if categories is None else pd.Categorical(
-                    values, categories=categories),
-            },
-            # so that label errors name (item, annotator) cells, not rows of this table
-            index=pd.MultiIndex.from_arrays(
-                [matrix.index[rows], matrix.columns[cols]], names=["item", "annotator"]
-            ),
-        )
-        if not continuous and categories is None:
-            # undo the float upcast that NaN forces on integer columns (1.0 -> 1)
-            vals = long["label"]
-            numeric = pd.to_numeric(vals, errors="coerce")
-            if numeric.notna().all() and np.all(np.mod(numeric, 1) == 0) and vals.map(
-                lambda v: isinstance(v, float)
-            ).any():
-                long["label"] = numeric.astype(np.int64)
+        matrix = _checked_wide(matrix, strip, missing)
+        long = _wide_to_long(matrix, classes, continuous)
         # continuous labels are converted (and checked) by parse_labels
         _, _, _, _, labels, classes = cls._parse_long(
             long, "item", "annotator", "label", classes, continuous, strip,

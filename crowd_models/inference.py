@@ -148,17 +148,10 @@ def fit_map(
     x0_parts = _unconstrained_start(model, start)
     shapes = [np.shape(v) for v in x0_parts]
     n = max(sum(int(np.size(v)) for v in x0_parts), 1)
-    opts = dict(options)
     polish = polish and method == "L-BFGS-B" and "maxiter" not in options
     # the scaled L-BFGS-B stops earlier by default when the polish may follow
     scaled_ftol = LBFGS_FTOL if polish and ftol is None else None
-    for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
-        if name in _METHOD_OPTIONS[method]:
-            opts.setdefault(name, value)
-    if method == "L-BFGS-B":  # pm.find_MAP's budget
-        opts.setdefault("maxiter", 200 * n)
-        opts.setdefault("maxfun", 200 * n)
-        opts.setdefault("maxcor", LBFGS_MAXCOR)
+    opts = _optimiser_options(method, options, ftol, gtol, n)
     n_obs = _n_observed(model)
     # with the EM comparison ahead, polish after it: a mode the EM beats by more
     # than any polish gains is not worth polishing
@@ -189,48 +182,87 @@ def fit_map(
         extra = {"em_log_posterior": em_lp, "optimum": "map"}
         if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
             if em_lp > map_lp:
-                em_res = _climb(fns, _unconstrained_start(model, em_fit), method, opts,
-                                polish=polish, gtol=gtol, n_obs=n_obs, progressbar=progressbar,
-                                scaled_ftol=scaled_ftol)
-                if -float(em_res[0].fun) > map_lp:
-                    res, max_grad, polished = em_res[0], em_res[1], em_res[3]
-                    stages += [{**st, "start": "em"} for st in em_res[2]]
-                    extra["optimum"] = "em"
-                elif polish and clear_gap:  # (not expected) the majority-vote mode stands
-                    res, max_grad, stage, polished = _polish(
-                        fns, fun, shapes, res, max_grad, gtol=gtol, n_obs=n_obs,
-                        progressbar=progressbar)
-                    stages += stage
-            warnings.warn(
-                f"from the majority-vote start the optimiser reached a mode with log posterior "
-                f"{map_lp:.6f} and the family's EM one with {em_lp:.6f}: the posterior has "
-                f"several modes. fit_map returns the higher ({extra['optimum'].upper()}'s); "
-                f"compare fits from other starts (fit_map(model, start=...)).",
-                UserWarning, stacklevel=2,
-            )
-    # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
-    # EM fit), and "success" where the density is unbounded: the gradient tells.
-    if max_grad > MAX_GRADIENT * n_obs:
-        warnings.warn(
-            f"the MAP optimiser stopped without converging ({res.message}, largest gradient "
-            f"{max_grad:.2g} over {n_obs} observed items); try another start.",
-            UserWarning, stacklevel=2,
-        )
-    _check_boundary_mode(fns, res.x, shapes)
-    fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
-    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP")
-    fit["optimizer_result"] = xr.DataTree(_result_dataset(res, polished or method, fns,
-                                                          shapes))
-    fit.attrs.update(
-        log_posterior=-float(res.fun), max_gradient=max_grad, polished=int(bool(polished)),
-        method="map", stages=json.dumps(stages), **extra,
-    )
+                def climb_from_em():
+                    return _climb(fns, _unconstrained_start(model, em_fit), method, opts,
+                                  polish=polish, gtol=gtol, n_obs=n_obs,
+                                  progressbar=progressbar, scaled_ftol=scaled_ftol)
+
+                def polish_here(res, max_grad):
+                    return _polish(fns, fun, shapes, res, max_grad, gtol=gtol, n_obs=n_obs,
+                                   progressbar=progressbar)
+
+                res, max_grad, stages, polished, extra["optimum"] = _higher_mode(
+                    climb_from_em, polish_here if polish and clear_gap else None,
+                    res, max_grad, stages, polished)
+            _warn_two_modes(map_lp, em_lp, extra["optimum"])
+    fit = _map_tree(model, fns, res, shapes, max_grad, n_obs,
+                    attrs=dict(polished=int(bool(polished)), stages=json.dumps(stages), **extra),
+                    result_method=polished or method)
     if laplace:
         for name, group in _laplace(model, fns, np.asarray(res.x, dtype=float), shapes,
                                     laplace_draws, random_seed).items():
             fit[name] = group
     fit.attrs["seconds"] = time.perf_counter() - t0
     return fit
+
+
+def _map_tree(model, fns, res, shapes, max_grad, n_obs, *, attrs, result_method):
+    """fit_map's DataTree at the optimiser's point, after its convergence, boundary and
+    chance checks."""
+    # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
+    # EM fit), and "success" where the density is unbounded: the gradient tells.
+    if max_grad > MAX_GRADIENT * n_obs:
+        warnings.warn(
+            f"the MAP optimiser stopped without converging ({res.message}, largest gradient "
+            f"{max_grad:.2g} over {n_obs} observed items); try another start.",
+            UserWarning, stacklevel=3,
+        )
+    _check_boundary_mode(fns, res.x, shapes, stacklevel=4)
+    fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
+    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP",
+                        stacklevel=3)
+    fit["optimizer_result"] = xr.DataTree(_result_dataset(res, result_method, fns, shapes))
+    fit.attrs.update(log_posterior=-float(res.fun), max_gradient=max_grad, method="map",
+                     **attrs)
+    return fit
+
+
+def _optimiser_options(method: str, options: dict, ftol, gtol: float, n: int) -> dict:
+    """scipy's options for ``method``: the user's, then the tolerances, then (L-BFGS-B)
+    ``pm.find_MAP``'s budget of 200 evaluations per parameter."""
+    opts = dict(options)
+    for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
+        if name in _METHOD_OPTIONS[method]:
+            opts.setdefault(name, value)
+    if method == "L-BFGS-B":
+        opts.setdefault("maxiter", 200 * n)
+        opts.setdefault("maxfun", 200 * n)
+        opts.setdefault("maxcor", LBFGS_MAXCOR)
+    return opts
+
+
+def _higher_mode(climb_from_em, polish_here, res, max_grad, stages, polished):
+    """EM's mode beat the optimiser's: climb from EM's point and keep that if it is higher
+    (else polish the optimiser's mode, when ``polish_here`` is given). Returns
+    (res, max_grad, stages, polished, "em" or "map")."""
+    em_res = climb_from_em()
+    if -float(em_res[0].fun) > -float(res.fun):
+        return (em_res[0], em_res[1], stages + [{**st, "start": "em"} for st in em_res[2]],
+                em_res[3], "em")
+    if polish_here is not None:  # (not expected) the majority-vote mode stands
+        res, max_grad, stage, polished = polish_here(res, max_grad)
+        stages = stages + stage
+    return res, max_grad, stages, polished, "map"
+
+
+def _warn_two_modes(map_lp: float, em_lp: float, optimum: str) -> None:
+    warnings.warn(
+        f"from the majority-vote start the optimiser reached a mode with log posterior "
+        f"{map_lp:.6f} and the family's EM one with {em_lp:.6f}: the posterior has "
+        f"several modes. fit_map returns the higher ({optimum.upper()}'s); "
+        f"compare fits from other starts (fit_map(model, start=...)).",
+        UserWarning, stacklevel=3,
+    )
 
 
 def laplace_fit(fit) -> xr.DataTree:
@@ -306,35 +338,7 @@ def sample(
     t0 = time.perf_counter()
     fns = functions_of(model)
     fns.progressbar = bool(progressbar)
-    reference = None
-    if isinstance(start, str):
-        if start != "map":
-            raise ValueError(f"start={start!r}: use 'map', None, an EM fit or a dict.")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # judged just below
-            # a start for NUTS needs no Newton polish
-            map_fit = fit_map(model, polish=False, progressbar=progressbar)
-        reference = map_fit
-        x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
-        # a large gradient or infinite coordinates at the optimiser's stop mean the
-        # density is unbounded there, e.g. a centred hierarchical scale -> 0
-        if not np.all(np.isfinite(x)) or (
-                map_fit.attrs["max_gradient"] > MAX_GRADIENT * _n_observed(model)):
-            warnings.warn(
-                "the posterior mode is degenerate (e.g. a centred hierarchical scale "
-                "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
-                "start=None to skip the MAP.", UserWarning, stacklevel=2,
-            )
-            parts = _unconstrained_start(model, None)
-        else:  # the optimiser's own point (no round trip through the constrained scale)
-            parts = _compiled.split_vector(x, [np.shape(v) for v in
-                                               _unconstrained_start(model, posterior_of(map_fit))])
-    else:
-        parts = _unconstrained_start(model, start)
-        # the label-switch check compares the chains with the start: a fit as given,
-        # else the model's outputs (item_class_prob) at the start point
-        reference = start if isinstance(start, xr.Dataset | xr.DataTree) else _point_tree(
-            model, parts)
+    parts, reference = _nuts_start(model, start, progressbar)
     shapes = [np.shape(v) for v in parts]
     cores = min(chains, os.cpu_count() or 1) if cores is None else cores
     t_sample = time.perf_counter()
@@ -364,24 +368,63 @@ def sample(
             "item_class_prob" in posterior_of(reference)):
         switched = label_switched_chains(idata, reference)
         idata.attrs["label_switched_chains"] = switched
-        if switched and len(switched) == chains and chains > 1:
-            warnings.warn(
-                f"every chain ({switched}) disagrees with the reference fit's labels under "
-                f"a relabelling: the chains agree with each other, so the reference (the "
-                f"start: MAP, EM fit or dict) is the likely problem, not the chains; compare "
-                f"it with majority vote (start=None).", UserWarning, stacklevel=2,
-            )
-        elif switched:
-            warnings.warn(
-                f"chain(s) {switched} sit in a label-switched mode (their most probable true "
-                f"classes match a permutation of the MAP's labels better than the labels "
-                f"themselves); drop them (idata.sel(chain=...)) or use stronger "
-                f"diagonal-favouring priors.", UserWarning, stacklevel=2,
-            )
+        _warn_switched(switched, chains)
     _trust.check_chance(idata.posterior.to_dataset(), _labels_per_annotator(model),
                         what="the posterior (mean)")
     idata.attrs["seconds"] = time.perf_counter() - t0
     return idata
+
+
+def _nuts_start(model, start, progressbar):
+    """(unconstrained start parts, reference fit for the label-switch check) of sample."""
+    reference = None
+    if isinstance(start, str):
+        if start != "map":
+            raise ValueError(f"start={start!r}: use 'map', None, an EM fit or a dict.")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # judged just below
+            # a start for NUTS needs no Newton polish
+            map_fit = fit_map(model, polish=False, progressbar=progressbar)
+        reference = map_fit
+        x = np.asarray(map_fit["optimizer_result"]["x"], dtype=float)
+        # a large gradient or infinite coordinates at the optimiser's stop mean the
+        # density is unbounded there, e.g. a centred hierarchical scale -> 0
+        if not np.all(np.isfinite(x)) or (
+                map_fit.attrs["max_gradient"] > MAX_GRADIENT * _n_observed(model)):
+            warnings.warn(
+                "the posterior mode is degenerate (e.g. a centred hierarchical scale "
+                "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
+                "start=None to skip the MAP.", UserWarning, stacklevel=3,
+            )
+            parts = _unconstrained_start(model, None)
+        else:  # the optimiser's own point (no round trip through the constrained scale)
+            parts = _compiled.split_vector(x, [np.shape(v) for v in
+                                               _unconstrained_start(model, posterior_of(map_fit))])
+    else:
+        parts = _unconstrained_start(model, start)
+        # the label-switch check compares the chains with the start: a fit as given,
+        # else the model's outputs (item_class_prob) at the start point
+        reference = start if isinstance(start, xr.Dataset | xr.DataTree) else _point_tree(
+            model, parts)
+    return parts, reference
+
+
+def _warn_switched(switched: list, chains: int) -> None:
+    """Warn on label-switched chains (all of them: the reference is the likely problem)."""
+    if switched and len(switched) == chains and chains > 1:
+        warnings.warn(
+            f"every chain ({switched}) disagrees with the reference fit's labels under "
+            f"a relabelling: the chains agree with each other, so the reference (the "
+            f"start: MAP, EM fit or dict) is the likely problem, not the chains; compare "
+            f"it with majority vote (start=None).", UserWarning, stacklevel=3,
+        )
+    elif switched:
+        warnings.warn(
+            f"chain(s) {switched} sit in a label-switched mode (their most probable true "
+            f"classes match a permutation of the MAP's labels better than the labels "
+            f"themselves); drop them (idata.sel(chain=...)) or use stronger "
+            f"diagonal-favouring priors.", UserWarning, stacklevel=3,
+        )
 
 
 def label_switched_chains(idata, reference) -> list[int]:

@@ -33,6 +33,7 @@ def test_web_search_modes_are_reported_and_the_higher_returned(web):
         fit = cm.fit_map(model)
     messages = [str(w.message) for w in caught]
     assert any("several modes" in m and f"{em_lp:.6f}" in m for m in messages), messages
+    assert {w.filename for w in caught if "several modes" in str(w.message)} == {__file__}
     assert fit.attrs["optimum"] == "em"
     np.testing.assert_allclose(fit.attrs["em_log_posterior"], em_lp, rtol=1e-12)
     np.testing.assert_allclose(fit.attrs["log_posterior"], em_lp, rtol=1e-10)

@@ -108,8 +108,9 @@ def test_a_degenerate_map_falls_back_to_majority_vote(tiny, sampler_calls, monke
         return real_fit_map(model, maxiter=1, **kwargs)
 
     monkeypatch.setattr(inference, "fit_map", stalled)
-    with pytest.warns(UserWarning, match="the posterior mode is degenerate"):
+    with pytest.warns(UserWarning, match="the posterior mode is degenerate") as caught:
         cm.sample(model, **RUN)
+    assert {w.filename for w in caught if "degenerate" in str(w.message)} == {__file__}
     got = _start_dict(sampler_calls)
     for name, value in _logodds(model.crowd_start).items():
         np.testing.assert_allclose(got[name], value, rtol=1e-12)
@@ -121,8 +122,9 @@ def test_a_mirrored_chain_is_flagged_with_a_warning(tiny, sampler_calls):
     # below one half, prevalence flipped): in the mirrored mode's basin, where NUTS
     # stays, its labels flipped
     sampler_calls.chain_starts = lambda x0: [x0, -x0]
-    with pytest.warns(UserWarning, match=r"chain\(s\) \[1\] sit in a label-switched mode"):
+    with pytest.warns(UserWarning, match=r"chain\(s\) \[1\] sit in a label-switched mode") as w:
         idata = cm.sample(model, start=None, **RUN)
+    assert {x.filename for x in w if "label-switched" in str(x.message)} == {__file__}
     assert idata.attrs["label_switched_chains"] == [1]
     prob = idata.posterior["item_class_prob"].mean("draw").values[..., 1]
     assert np.mean((prob[0] > 0.5) == (prob[1] > 0.5)) < 0.2

@@ -60,8 +60,9 @@ def test_flipped_consensus_warns_for_em_and_map(flipped):
                                          r"below chance.*consensus is flipped"):
         fit = two_coin.em(flipped)
     assert cm.report.accuracy(fit, flipped) < 0.2  # it is flipped, and nothing else says so
-    with pytest.warns(UserWarning, match="that the MAP puts below chance"):
+    with pytest.warns(UserWarning, match="that the MAP puts below chance") as caught:
         cm.fit_map(two_coin.build_model(flipped))
+    assert {w.filename for w in caught if "below chance" in str(w.message)} == {__file__}
     with pytest.warns(UserWarning, match="below chance"):
         dawid_skene.em(flipped)
     # the honest version of the same design: no warning
@@ -103,8 +104,10 @@ def test_estimates_on_the_boundary_warn():
     with pytest.warns(UserWarning, match=r"boundary of their support: sensitivity \(1 of 4\)"):
         two_coin.em(sim, **flat)
     with pytest.warns(UserWarning, match=r"MAP sits on the boundary of the support for "
-                                         r"sensitivity"):
+                                         r"sensitivity") as caught:
         cm.fit_map(two_coin.build_model(sim, **flat))
+    # the warning names the caller's line, not the library's
+    assert {w.filename for w in caught if "boundary" in str(w.message)} == {__file__}
     with warnings.catch_warnings(record=True) as record:  # default priors: interior
         warnings.simplefilter("always")
         two_coin.em(sim)

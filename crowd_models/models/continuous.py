@@ -52,18 +52,13 @@ Options beyond the paper (keywords of :func:`build_model`):
   reweighted least-squares steps, and scaled by 1.5 times the matching
   posterior sd). It is deterministic and smooth in the parameters, so
   ``fit_map``, NUTS and the item-level LOO work exactly as in the Gaussian
-  case, but it is an approximation and there is no EM. Accuracy, against
-  adaptive ``scipy.integrate.quad``, on 1500 random items (1 to 11 labels,
-  nu from 1 to 30, 30% with a wild label), default 64 nodes: per-item
-  log-likelihood error < 2e-9 in 99% of the items with >= 3 labels and
-  nu >= 3 (worst 5e-6), < 7e-6 in 99% of all items; the worst, up to 7e-3,
-  were items with few labels under nu <= 2, whose posteriors have a heavy
-  shoulder (or a second mode) that the nodes around the main mode do not
-  cover. ``precision`` is then the inverse squared *scale*; the noise
-  variance is ``nu / (nu - 2)`` times ``1 / precision`` (nu > 2).
+  case, but it is an approximation and there is no EM (its accuracy against
+  adaptive quadrature is in benchmarks/README.md). ``precision`` is then the
+  inverse squared *scale*; the noise variance is ``nu / (nu - 2)`` times
+  ``1 / precision`` (nu > 2).
 
-Compare the variants by LOO: ``item_labels`` is an observed variable per item whose
-log-density is the item's marginal log-likelihood, so ``az.loo`` and
+Compare the variants by LOO: ``item_labels`` is an observed variable per item
+whose log-density is the item's marginal log-likelihood, so ``az.loo`` and
 ``az.compare`` work per item on ``cm.sample`` output.
 
 Priors and the scale of the labels. Precisions, biases and coefficients have
@@ -361,11 +356,8 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
 
 # --------------------------------------------------- the item marginal, PyTensor
 def _long_table_data(ann: Annotations) -> dict:
-    """The long table as ``pm.Data`` (dims annotation): ``item_idx``,
-    ``annotator_idx`` and the float ``label_value``, plus the model's symbolic
-    item count. As data rather than graph constants they keep the compiled code
-    independent of the data set (the convention of ``_common.long_table_data``,
-    whose ``label_idx`` holds class codes)."""
+    """The long table as ``pm.Data`` (item_idx, annotator_idx, float label_value) and
+    the symbolic item count, like ``_common.long_table_data``."""
     model = pm.modelcontext(None)
     data = {name: pm.Data(name, values, dims=D.ANNOTATION)
             for name, values in (("item_idx", ann.item_idx.astype(np.int32)),
@@ -438,13 +430,8 @@ def _item_logp(value, loglik):
 
 
 def _add_item_likelihood(ann: Annotations, loglik, mean, sd) -> None:
-    """The continuous counterpart of ``_common.add_item_likelihood``.
-
-    The observed ``item_labels`` (item) holds each item's number of labels and has the
-    item's marginal log-likelihood as its log-density, so log_likelihood is per
-    item; ``true_value``/``true_value_sd`` are the posterior mean and sd of y_i
-    given the parameters; ``n_labels`` (annotator) lands in constant_data.
-    """
+    """``_common.add_item_likelihood`` for real-valued labels: the observed per-item
+    marginal, ``true_value``/``true_value_sd`` and ``n_labels``."""
     n_per_item = np.bincount(ann.item_idx, minlength=ann.n_items)
     pm.CustomDist(D.OBSERVED, loglik, logp=_item_logp, observed=n_per_item, dims=D.ITEM)
     pm.Deterministic("true_value", mean, dims=D.ITEM)

@@ -22,43 +22,15 @@ minimising, over the structured covariances,
 
 with n_g the (weighted) class size and W_g the within-class scatter matrix.
 Closed forms (Celeux & Govaert 1995) exist for EII, VII, EEI, EVI, VVI, EEE,
-EEV, EVV and VVV. The others are solved by block-coordinate descent, each step
-an exact minimisation of F over one block, so F decreases monotonically:
-
-- VEI, VEE, VEV: alternate the common shape (or common shape matrix) and the
-  class volumes (Celeux & Govaert's fixed-point iteration). For VEV the class
-  orientations are the eigenvectors of W_g with eigenvalues paired in
-  decreasing order, which is optimal for any common shape (von Neumann's trace
-  inequality); what remains is convex in the log-volumes and log-shapes, so
-  VEI and VEV reach the global optimum.
-- EVE, VVE (common orientation D, variable shapes): Jacobi sweeps over the
-  pairs of columns of D. With the eigenvalues fixed, F restricted to a plane
-  rotation of two columns is a + b cos 2t + c sin 2t, minimised exactly; the
-  eigenvalues are then refreshed in closed form. This is Flury's common
-  principal components problem for VVE; it is a coordinate-descent
-  alternative to the Browne & McNicholas (2014) majorisation-minimisation
-  step. F is not convex in D, so the search is started from the eigenvectors
-  of the pooled scatter and (up to MULTISTART_MAX_D features) of each class
-  scatter, keeping the best optimum. Rounds of disjoint pairs are vectorised
-  (O(G d^2) per round, d - 1 rounds per sweep). Coordinate descent converges
-  linearly: a few dozen sweeps for iris (d = 4), ~100 at d = 10, but more than
-  1000 on unstructured data with d = 30, so EVE/VVE are meant for a few tens of
-  features at most (a UserWarning flags a fit stopped by max_iter).
-
+EEV, EVV and VVV; VEI, VEE and VEV alternate shape and volumes, and EVE and
+VVE run Jacobi sweeps over a common orientation (meant for a few tens of
+features at most; a UserWarning flags a fit stopped by ``max_iter``).
 Conventions follow mclust's EDDA (``MclustDA(modelType="EDDA")``), checked
-against mclust 6.0 on iris: the parameters maximise the classification
-log-likelihood ``loglik_complete = sum_i log(tau_{y_i} N(x_i | mu_{y_i},
-Sigma_{y_i}))``, but the reported ``loglik`` is the mixture log-likelihood at
-those parameters, ``sum_i log sum_g tau_g N(x_i | mu_g, Sigma_g)``; ``df``
-counts the means and covariance parameters but not the proportions; and
-``bic = 2 loglik - df log n`` (larger is better).
-
-mclust itself stops short on two structures (both reproduced to 1e-12 by
-re-running its algorithm): for EVE its majorisation-minimisation stops at a
-relative change of 1.5e-8 before convergence (its loglik is 1.7e-3 above ours
-while its loglik_complete is 2e-5 below); for VVE its M-step minimises EVE's
-criterion (the class volumes left out of the orientation update), so its
-loglik_complete is 0.47 below the VVE maximum found here.
+against mclust 6.0 on iris: ``loglik`` is the mixture log-likelihood at the
+parameters that maximise the classification log-likelihood
+``loglik_complete``, ``df`` leaves out the proportions, and ``bic = 2 loglik -
+df log n``. DEVELOPING.md ("EDDA") gives the algorithms and where mclust
+itself stops short.
 
 Singular covariances (a class with fewer points than features under VVV, a
 feature constant within a class under VVI, ...) raise :class:`EddaSingularError`

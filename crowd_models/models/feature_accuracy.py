@@ -36,37 +36,16 @@ accuracy p to 1 - p). The priors are symmetric too, so the two modes have the
 same posterior density. :func:`em` returns the one whose classifier agrees
 most with majority vote, and :func:`align_signs` flips NUTS chains likewise.
 
-MAP with exact zeros: the split parametrisation
------------------------------------------------
-A gradient optimiser on ``-lambda |w|`` cannot land on w = 0: the density has
-a kink there, L-BFGS oscillates around it and stops at |w| ~ 1e-3 with a
-wrong objective. :func:`build_model` therefore writes each coefficient as
-``w = u - v`` with u, v >= 0 and independent Exponential(lambda) priors
-(free variables ``coef_pos``/``coef_neg``, ``accuracy_coef_pos``/
-``accuracy_coef_neg``; ``coef`` and ``accuracy_coef`` are deterministic):
-
-* the difference of two independent Exponential(lambda) variables is
-  Laplace(0, 1/lambda), so the model's posterior of w is exactly the Bayesian
-  lasso's (this is the model NUTS samples);
-* for fixed w, ``u + v`` is smallest, equal to |w|, when min(u, v) = 0, so
-  the maximum of the split log posterior over (u, v) is the maximum of the
-  Laplace log posterior over w: the same MAP;
-* the split objective is smooth in the log-transformed u and v, and a part
-  at zero stays there: its gradient on the log scale is u times the
-  gradient in u, i.e. vanishes. That is exactly what pins the support: from
-  an EM fit (``fit_map(model, start=em_fit)``; the zero parts start at 1e-10)
-  L-BFGS keeps EM's zeros at |w| < 1e-9 and polishes the non-zero
-  coefficients, reproducing the EM MAP to ~1e-9. The flip side: from a start
-  with the wrong support, a coefficient that should be non-zero can get
-  stuck at zero (measured: a log posterior 6e-5 relative below EM's from the
-  plain majority-vote lasso start). So ``model.crowd_start`` is the EM fit
-  from majority vote (one start, no restarts), and for the best of many
-  restarts pass ``start=em(...)``.
-
-A constant ``pm.Potential`` (``laplace_normalisation``, -log(2 lambda) per
-coefficient) makes ``model.logp()`` equal the Laplace log posterior at any
-point with min(u, v) = 0, so ``fit_map``'s objective and :func:`em`'s
-``attrs["log_posterior"]`` are the same number.
+MAP with exact zeros
+--------------------
+:func:`build_model` writes each penalised coefficient as ``w = u - v`` with
+Exponential(lambda) priors on u, v >= 0 (free ``coef_pos``/``coef_neg``,
+``accuracy_coef_pos``/``accuracy_coef_neg``; ``coef`` and ``accuracy_coef``
+deterministic): the same posterior of w, the same MAP, and a smooth objective
+on which a part at zero stays at zero. A constant ``pm.Potential``
+(``laplace_normalisation``) makes ``model.logp()`` the Laplace log posterior,
+the number :func:`em` reports. ``model.crowd_start`` is the EM fit from
+majority vote; DEVELOPING.md ("Feature-dependent accuracy") gives the argument.
 
 One module, three views of the same model: :func:`build_model` (PyMC),
 :func:`em` (the paper's MAP-EM, with proximal-Newton lasso M-steps) and

@@ -55,10 +55,8 @@ Two models, chosen with ``variant=``:
     annotator's spread. ``guessing=True`` adds a per-annotator
     ``guess_rate``: with that probability the annotator picks a level
     uniformly at random, whatever the item (spammers, and the far-off labels
-    a logistic tail cannot explain); on web search this is what lifts the
-    latent model above Dawid-Skene (MAP accuracy 0.835 vs 0.824, with
-    ``bias_sd=2, noise_prior=(2, 0.5)``; 0.813 with the defaults, 0.70
-    without guessing). ``confusion`` (annotator, true_class,
+    a logistic tail cannot explain; ``case_studies/ordinal_relevance.py``
+    measures what it gains on web search). ``confusion`` (annotator, true_class,
     label_class) is the implied confusion matrix, a deterministic, so
     :func:`crowd_models.report.annotator_summary` reports each annotator's
     accuracies beside bias and noise. The true level is summed out exactly

@@ -370,55 +370,69 @@ def annotator_weights(
     if strategy == "E":
         return _result(ann, np.ones(ann.n_annotators), "E")
     if strategy == "EN":
-        if experts is None:
-            raise ValueError("strategy 'EN' needs experts=[annotator ids of the experts].")
-        experts = list(experts)
-        unknown = [e for e in experts if e not in ann.annotators]
-        if unknown:
-            raise ValueError(f"experts {unknown} are not annotators; the annotators are "
-                             f"{list(ann.annotators)}.")
-        if not experts:
-            raise ValueError("experts is empty; name at least one expert.")
-        if not 0 <= expert_share <= 1:
-            raise ValueError(f"expert_share must be in [0, 1], got {expert_share!r}.")
-        is_exp = ann.annotators.isin(experts)
-        n_exp, n_nov = is_exp.sum(), (~is_exp).sum()
-        share = expert_share if n_nov else 1.0
-        scores = np.where(is_exp, share / n_exp, (1 - share) / max(n_nov, 1))
-        return _result(ann, scores, "EN", expert_share=share)
+        return _expert_novice_weights(ann, experts, expert_share)
     if strategy == "MV":
         labels = _majority(ann, threshold)
         return _result(ann, _agreement(ann, labels), "MV",
                        threshold=threshold, n_items_used=int((labels >= 0).sum()))
     if strategy == "PGT":
-        if not ann.has_gold:
-            raise ValueError("strategy 'PGT' needs gold labels for some items "
-                             "(Annotations(..., gold=...)).")
-        known = np.flatnonzero(ann.gold >= 0)
-        if gold_items is not None:
-            if gold_fraction is not None:
-                raise ValueError("give gold_fraction (a random subset) or gold_items (a chosen "
-                                 "one), not both.")
-            chosen = pd.Index(list(gold_items))
-            missing = chosen.difference(ann.items[known])
-            if len(missing) or chosen.empty or chosen.has_duplicates:
-                raise ValueError(f"gold_items must be distinct items with known gold, at least "
-                                 f"one; not usable: {list(missing) or list(chosen)}.")
-            known = np.sort(ann.items.get_indexer(chosen))
+        return _gold_weights(ann, gold_fraction, gold_items, rng)
+    return _iterated_weights(ann, strategy, base_fits, covariance, max_iter, start_scores)
+
+
+def _expert_novice_weights(ann, experts, expert_share) -> xr.Dataset:
+    """EN: ``expert_share`` of the weight split among the experts, the rest among the others."""
+    if experts is None:
+        raise ValueError("strategy 'EN' needs experts=[annotator ids of the experts].")
+    experts = list(experts)
+    unknown = [e for e in experts if e not in ann.annotators]
+    if unknown:
+        raise ValueError(f"experts {unknown} are not annotators; the annotators are "
+                         f"{list(ann.annotators)}.")
+    if not experts:
+        raise ValueError("experts is empty; name at least one expert.")
+    if not 0 <= expert_share <= 1:
+        raise ValueError(f"expert_share must be in [0, 1], got {expert_share!r}.")
+    is_exp = ann.annotators.isin(experts)
+    n_exp, n_nov = is_exp.sum(), (~is_exp).sum()
+    share = expert_share if n_nov else 1.0
+    scores = np.where(is_exp, share / n_exp, (1 - share) / max(n_nov, 1))
+    return _result(ann, scores, "EN", expert_share=share)
+
+
+def _gold_weights(ann, gold_fraction, gold_items, rng) -> xr.Dataset:
+    """PGT: agreement with the gold labels of all, chosen or sampled gold items."""
+    if not ann.has_gold:
+        raise ValueError("strategy 'PGT' needs gold labels for some items "
+                         "(Annotations(..., gold=...)).")
+    known = np.flatnonzero(ann.gold >= 0)
+    if gold_items is not None:
         if gold_fraction is not None:
-            if not 0 < gold_fraction <= 1:
-                raise ValueError(f"gold_fraction must be in (0, 1], got {gold_fraction!r}.")
-            size = max(1, int(round(gold_fraction * ann.n_items)))
-            if size > len(known):
-                raise ValueError(f"gold_fraction={gold_fraction} asks for {size} gold items, "
-                                 f"only {len(known)} have gold.")
-            known = np.sort(np.random.default_rng(rng).choice(known, size=size, replace=False))
-        labels = np.full(ann.n_items, -1)
-        labels[known] = ann.gold[known]
-        ds = _result(ann, _agreement(ann, labels), "PGT", n_items_used=len(known))
-        ds.attrs["gold_items"] = [str(i) for i in ann.items[known]]
-        return ds
-    # iterative strategies
+            raise ValueError("give gold_fraction (a random subset) or gold_items (a chosen "
+                             "one), not both.")
+        chosen = pd.Index(list(gold_items))
+        missing = chosen.difference(ann.items[known])
+        if len(missing) or chosen.empty or chosen.has_duplicates:
+            raise ValueError(f"gold_items must be distinct items with known gold, at least "
+                             f"one; not usable: {list(missing) or list(chosen)}.")
+        known = np.sort(ann.items.get_indexer(chosen))
+    if gold_fraction is not None:
+        if not 0 < gold_fraction <= 1:
+            raise ValueError(f"gold_fraction must be in (0, 1], got {gold_fraction!r}.")
+        size = max(1, int(round(gold_fraction * ann.n_items)))
+        if size > len(known):
+            raise ValueError(f"gold_fraction={gold_fraction} asks for {size} gold items, "
+                             f"only {len(known)} have gold.")
+        known = np.sort(np.random.default_rng(rng).choice(known, size=size, replace=False))
+    labels = np.full(ann.n_items, -1)
+    labels[known] = ann.gold[known]
+    ds = _result(ann, _agreement(ann, labels), "PGT", n_items_used=len(known))
+    ds.attrs["gold_items"] = [str(i) for i in ann.items[known]]
+    return ds
+
+
+def _iterated_weights(ann, strategy, base_fits, covariance, max_iter, start_scores):
+    """ItAlg1/ItAlg2: score against the stacked ensemble's labels until the scores settle."""
     _require(ann, f"strategy {strategy!r}")
     if base_fits is None:
         base_fits = fit_base_learners(ann, covariance)
@@ -468,7 +482,7 @@ def annotator_weights(
         warnings.warn(
             f"{strategy}: the scores did not settle ("
             + (f"they cycle with period {cycle}" if cycle else f"max_iter={max_iter} reached")
-            + "); the weights are those of the last iteration.", UserWarning, stacklevel=2)
+            + "); the weights are those of the last iteration.", UserWarning, stacklevel=3)
     return _result(ann, scores, strategy, n_iter=n_iter, converged=int(converged),
                    cycle=cycle or None)
 
@@ -628,19 +642,8 @@ def build_model(
     counts = np.zeros((M, G))
     np.add.at(counts, (ann.annotator_idx, ann.labels), 1)
     if pri["covariance"] is None:
-        if np.any(counts == 0):
-            m, g = np.argwhere(counts == 0)[0]
-            raise ValueError(
-                f"annotator {ann.annotators[m]!r} never uses class {ann.classes[g]!r}: with "
-                f"flat priors its mean and covariance have no maximum. Use the default priors.")
-        if covariance == "VVV" and np.any(counts <= d):
-            m, g = np.argwhere(counts <= d)[0]
-            raise ValueError(
-                f"annotator {ann.annotators[m]!r}, class {ann.classes[g]!r}: "
-                f"{int(counts[m, g])} labelled items, but VVV with flat priors needs more than "
-                f"{d} (the number of features); the likelihood is unbounded. Use the default "
-                f"covariance_prior (it regularises small classes) or a shared structure.")
-    vary_vol, vary_shape, orient = _structure_parts(covariance)
+        _check_flat_counts(ann, counts, covariance)
+    orient = _structure_parts(covariance)[2]
     coords = {
         D.ANNOTATOR: ann.annotators, D.TRUE_CLASS: ann.classes, D.FEATURE: ann.feature_names,
         D.FEATURE_AUX: ann.feature_names, D.ITEM: ann.items, "shape_coord": np.arange(d - 1),
@@ -662,45 +665,9 @@ def build_model(
             mean = pm.Normal("class_mean", mu=pri["mean"][0], sigma=pri["mean"][1], dims=mdims)
         diff = x - mean[a_idx, y_idx]  # (row, feature)
         if orient == "I":
-            log_var = _diagonal_log_variance(covariance, vary_vol, vary_shape, M, G, d)
-            lv_rows = log_var[a_idx, y_idx]
-            row_ll = -0.5 * (pt.sum(lv_rows, axis=1) + pt.sum(diff ** 2 * pt.exp(-lv_rows),
-                                                              axis=1))
-            cov = pt.exp(log_var)[..., :, None] * pt.eye(d)
-            if pri["covariance"] is not None:
-                dof, scale = pri["covariance"]
-                distinct = log_var if (vary_vol or vary_shape) else log_var[:, :1]
-                pm.Potential("covariance_prior", pt.sum(
-                    -0.5 * (dof + d + 1) * pt.sum(distinct, axis=-1)
-                    - 0.5 * pt.sum(np.diag(scale) * pt.exp(-distinct), axis=-1)))
+            row_ll, cov = _diagonal_rows(covariance, diff, a_idx, y_idx, pri, M, G, d)
         else:
-            per_class = covariance == "VVV"
-            bdims = (D.ANNOTATOR, D.TRUE_CLASS) if per_class else (D.ANNOTATOR,)
-            logdiag = pm.Flat("precision_chol_logdiag", dims=(*bdims, D.FEATURE))
-            offdiag = pm.Flat("precision_chol_offdiag", dims=(*bdims, "chol_offdiag"))
-            rows_i, cols_i = np.tril_indices(d, -1)
-            U = pt.zeros((*((M, G) if per_class else (M,)), d, d))
-            U = U[..., rows_i, cols_i].set(offdiag)
-            U = U[..., np.arange(d), np.arange(d)].set(pt.exp(logdiag))
-            if not per_class:
-                U = pt.broadcast_to(U[:, None], (M, G, d, d))
-                logdiag_full = pt.broadcast_to(logdiag[:, None], (M, G, d))
-            else:
-                logdiag_full = logdiag
-            U_rows = U[a_idx, y_idx]  # (row, d, d)
-            z = pt.sum(diff[:, :, None] * U_rows, axis=1)
-            row_ll = pt.sum(logdiag_full[a_idx, y_idx], axis=1) - 0.5 * pt.sum(z ** 2, axis=1)
-            precision = U @ pt.swapaxes(U, -1, -2)
-            cov = pt.linalg.inv(precision)
-            if pri["covariance"] is not None:
-                dof, scale = pri["covariance"]
-                Ud = U if per_class else U[:, :1]
-                ld = logdiag if per_class else logdiag[:, None]
-                # log|Sigma| = -2 sum log diag(U); tr(Psi Sigma^-1) = ||Psi^(1/2) U||_F^2
-                root = np.linalg.cholesky(scale).T  # Psi = root^T root
-                pm.Potential("covariance_prior", pt.sum(
-                    (dof + d + 1) * pt.sum(ld, axis=-1)
-                    - 0.5 * pt.sum((root @ Ud) ** 2, axis=(-1, -2))))
+            row_ll, cov = _cholesky_rows(covariance, diff, a_idx, y_idx, pri, M, G, d)
         pm.Deterministic("covariance", cov, dims=(D.ANNOTATOR, D.TRUE_CLASS, D.FEATURE,
                                                    D.FEATURE_AUX))
         row_ll = row_ll - 0.5 * d * _LOG_2PI + pt.log(prev[a_idx, y_idx])
@@ -712,6 +679,73 @@ def build_model(
         pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
     model.crowd_start = _start_values(start, covariance, M, G, d)
     return model
+
+
+def _check_flat_counts(ann, counts, covariance):
+    """Flat priors need every class used by every annotator (and > d items for VVV)."""
+    d = ann.n_features
+    if np.any(counts == 0):
+        m, g = np.argwhere(counts == 0)[0]
+        raise ValueError(
+            f"annotator {ann.annotators[m]!r} never uses class {ann.classes[g]!r}: with "
+            f"flat priors its mean and covariance have no maximum. Use the default priors.")
+    if covariance == "VVV" and np.any(counts <= d):
+        m, g = np.argwhere(counts <= d)[0]
+        raise ValueError(
+            f"annotator {ann.annotators[m]!r}, class {ann.classes[g]!r}: "
+            f"{int(counts[m, g])} labelled items, but VVV with flat priors needs more than "
+            f"{d} (the number of features); the likelihood is unbounded. Use the default "
+            f"covariance_prior (it regularises small classes) or a shared structure.")
+
+
+def _diagonal_rows(covariance, diff, a_idx, y_idx, pri, M, G, d):
+    """Axis-aligned structures: each row's log density (up to -d/2 log 2 pi) and the
+    covariances; registers the log variances and the covariance prior."""
+    vary_vol, vary_shape, _ = _structure_parts(covariance)
+    log_var = _diagonal_log_variance(covariance, vary_vol, vary_shape, M, G, d)
+    lv_rows = log_var[a_idx, y_idx]
+    row_ll = -0.5 * (pt.sum(lv_rows, axis=1) + pt.sum(diff ** 2 * pt.exp(-lv_rows),
+                                                      axis=1))
+    cov = pt.exp(log_var)[..., :, None] * pt.eye(d)
+    if pri["covariance"] is not None:
+        dof, scale = pri["covariance"]
+        distinct = log_var if (vary_vol or vary_shape) else log_var[:, :1]
+        pm.Potential("covariance_prior", pt.sum(
+            -0.5 * (dof + d + 1) * pt.sum(distinct, axis=-1)
+            - 0.5 * pt.sum(np.diag(scale) * pt.exp(-distinct), axis=-1)))
+    return row_ll, cov
+
+
+def _cholesky_rows(covariance, diff, a_idx, y_idx, pri, M, G, d):
+    """EEE/VVV: the same from the Cholesky factor of each precision."""
+    per_class = covariance == "VVV"
+    bdims = (D.ANNOTATOR, D.TRUE_CLASS) if per_class else (D.ANNOTATOR,)
+    logdiag = pm.Flat("precision_chol_logdiag", dims=(*bdims, D.FEATURE))
+    offdiag = pm.Flat("precision_chol_offdiag", dims=(*bdims, "chol_offdiag"))
+    rows_i, cols_i = np.tril_indices(d, -1)
+    U = pt.zeros((*((M, G) if per_class else (M,)), d, d))
+    U = U[..., rows_i, cols_i].set(offdiag)
+    U = U[..., np.arange(d), np.arange(d)].set(pt.exp(logdiag))
+    if not per_class:
+        U = pt.broadcast_to(U[:, None], (M, G, d, d))
+        logdiag_full = pt.broadcast_to(logdiag[:, None], (M, G, d))
+    else:
+        logdiag_full = logdiag
+    U_rows = U[a_idx, y_idx]  # (row, d, d)
+    z = pt.sum(diff[:, :, None] * U_rows, axis=1)
+    row_ll = pt.sum(logdiag_full[a_idx, y_idx], axis=1) - 0.5 * pt.sum(z ** 2, axis=1)
+    precision = U @ pt.swapaxes(U, -1, -2)
+    cov = pt.linalg.inv(precision)
+    if pri["covariance"] is not None:
+        dof, scale = pri["covariance"]
+        Ud = U if per_class else U[:, :1]
+        ld = logdiag if per_class else logdiag[:, None]
+        # log|Sigma| = -2 sum log diag(U); tr(Psi Sigma^-1) = ||Psi^(1/2) U||_F^2
+        root = np.linalg.cholesky(scale).T  # Psi = root^T root
+        pm.Potential("covariance_prior", pt.sum(
+            (dof + d + 1) * pt.sum(ld, axis=-1)
+            - 0.5 * pt.sum((root @ Ud) ** 2, axis=(-1, -2))))
+    return row_ll, cov
 
 
 def _diagonal_log_variance(covariance, vary_vol, vary_shape, M, G, d):

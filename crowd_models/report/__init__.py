@@ -17,6 +17,8 @@ Modules
 summary : ``annotator_summary``, ``item_table``, ``coefficient_table`` and
     ``conditional_intervals`` (a continuous MAP fit's EM-conditional intervals),
     ``true_value_summary`` (each item's true value, continuous fits).
+forest : ``plot_forest`` (ArviZ's forest plot of annotator measures across EM, MAP
+    and NUTS fits) and ``forest_draws`` (the draws it plots).
 experts : ``experts_equivalent`` (how many crowd annotators equal one expert,
     continuous fits).
 plots : ``plot_annotators`` (ROC space), ``plot_thresholds`` (ordinal),
@@ -29,6 +31,7 @@ metrics : scores against gold labels: ``roc_curve``, ``plot_roc``,
 """
 
 from crowd_models.report.experts import experts_equivalent
+from crowd_models.report.forest import forest_draws, plot_forest
 from crowd_models.report.heatmaps import (
     pick_annotators,
     plot_confusion,
@@ -64,6 +67,8 @@ __all__ = [
     "conditional_intervals",
     "true_value_summary",
     "experts_equivalent",
+    "plot_forest",
+    "forest_draws",
     "plot_annotators",
     "plot_thresholds",
     "plot_bias_noise",

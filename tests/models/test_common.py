@@ -62,6 +62,7 @@ def test_posterior_from_joint_is_a_log_sum_exp():
     rng = np.random.default_rng(5)
     joint = rng.normal(-40.0, 15.0, size=(6, 4))
     joint[2] = [-1e4, -1e4 - 1, -1e4 + 2, -1e4]  # underflows without the max taken out
+    joint[3] = [-5.0, -900.0, -2.0, -3.0]  # overflows if the row's minimum is taken out
     joint[4, 1] = -np.inf  # an impossible class
     prob, ll = C.posterior_from_joint(joint)
     # (np.logaddexp, not scipy's logsumexp: its first call imports the array-API
