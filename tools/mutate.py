@@ -67,8 +67,14 @@ TARGETS = {
     "ordinal": ("crowd_models/models/ordinal.py",
                 ["binary_annotations", "_survival_to_classes", "class_probabilities"],
                 ["tests/models/test_ordinal.py", "-k", "fixed_point or repair or negative"]),
+    "ordinal_latent": ("crowd_models/models/ordinal.py",
+                       ["_log_cdf_pt", "_log_interval_pt", "_latent_log_confusion_pt",
+                        "level_locations", "own_cutpoints", "latent_confusion"],
+                       ["tests/models/test_ordinal.py", "-k",
+                        "brute_force or simulate_latent"]),
     "continuous": ("crowd_models/models/continuous.py",
-                   ["_m_step", "_gamma_logpdf_nojac", "_normal_logpdf", "_log_prior"],
+                   ["_items_np", "_m_step", "_bias_scale_step", "_gamma_logpdf_nojac",
+                    "_normal_logpdf", "_log_prior"],
                    ["tests/models/test_continuous.py", "-k",
                     "fixed_point or flat_priors or log_posterior or recovers or map_equals_em"]),
     "edda": ("crowd_models/models/edda.py",
@@ -77,12 +83,111 @@ TARGETS = {
               "_hard_weights"],
              ["tests/models/test_edda.py", "-k",
               "mclust or closed_forms or optimiser or weights or shrinkage or bad or constant "
-              "or collinear or coincident or too_few or stationary or sweeps"]),
+              "or collinear or coincident or too_few or stationary or sweeps or residue"]),
     "data": ("crowd_models/data.py",
              ["Annotations.n_labels", "Annotations.class_counts", "Annotations.select",
               "Annotations.gold_series"],
              ["tests/test_data.py"]),
 }
+
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ('posterior_from_joint', '`0.0` -> `1.0`',
+     'top = np.where(np.isfinite(top), top, 0.0)  # a row of -inf stays -inf'):
+        'the shift of an all -inf row: its log-likelihood is -inf and its probabilities '
+        '0/0 whatever the shift',
+    ('label_switched_chains', '`1` -> `2`',
+     'np.add.at(agree, (labels, ref_labels), 1)'):
+        'doubles every agreement count: the assignment and its comparison with the trace '
+        'are scale-free',
+    ('label_switched_chains', '`.mean(` -> `.sum(`',
+     'labels = post["item_class_prob"].sel(chain=chain).mean(D.DRAW).argmax('):
+        'the argmax over classes of the sum over draws is that of the mean',
+    ('_log_confusion', 'drop the minus of `-1`',
+     'np.stack([spec, 1 - spec], axis=-1),'):
+        'spec is 1-D (annotator), so axis 1 and axis -1 of the (annotator, 2) stack '
+        'coincide',
+    ('_log_confusion', 'drop the minus of `-1`',
+     'np.stack([1 - sens, sens], axis=-1),'):
+        'sens is 1-D (annotator), so axis 1 and axis -1 coincide',
+    ('_fit_logistic', 'drop `+ P`',
+     'hess = (X * (p * (1 - p))[:, None]).T @ X + P'):
+        "the Newton matrix without the prior's curvature changes the steps, not the fixed "
+        'point (the gradient keeps the prior)',
+    ('_fit_logistic', '`<` -> `<=`',
+     'if np.max(np.abs(step)) < tol:'):
+        'a step exactly equal to the tolerance does not occur',
+    ('_m_step', '`500` -> `501`',
+     'max_iter=500 if start is None else 3)'):
+        'an iteration cap the softmax fit does not reach',
+    ('_fit_covariance', '`.sum(` -> `.mean(`',
+     '_positive(trW, "the within-class variance", ctx, True, trW.sum())'):
+        'the rounding-residue threshold (1e-10 of the pooled value) scaled by 1/G: a '
+        'tolerance',
+    ('_fit_covariance', '`.sum(` -> `.mean(`',
+     '_positive(diagW, "the within-class variance", ctx, True, diagW.sum(axis=0))'):
+        'the rounding-residue threshold scaled by 1/G: a tolerance',
+    ('_fit_covariance', '`.sum(` -> `.mean(`',
+     '_positive(w.sum(axis=1), "the within-class variance", ctx, True, trW.sum())'):
+        'the rounding-residue threshold scaled by 1/G (or the checked value by 1/d): a '
+        'tolerance',
+    ('_fit_covariance', '`.sum(` -> `.mean(`',
+     '_rank_check(W.sum(axis=0), "the pooled within-class scatter", ctx)'):
+        'the rank check is scale-free (a condition number)',
+    ('_fit_covariance', '`1` -> `2`',
+     'Sigma = 0.5 * (Sigma + np.swapaxes(Sigma, 1, 2))'):
+        'swapaxes(Sigma, 2, 2) is Sigma: symmetrising a matrix that is symmetric up to '
+        'rounding',
+    ('_common_shape_vector', '`/` -> `*`',
+     'lam = w.sum(axis=1) / (n * d)'):
+        'the start of a convex fixed-point iteration: the same optimum',
+    ('_common_shape_vector', '`*` -> `/`',
+     'lam = w.sum(axis=1) / (n * d)'):
+        'the start of a convex fixed-point iteration: the same optimum',
+    ('_common_shape_vector', '`.sum(` -> `.mean(`',
+     'lam = w.sum(axis=1) / (n * d)'):
+        'the start of a convex fixed-point iteration: the same optimum',
+    ('_common_shape_vector', '`.sum(` -> `.mean(`',
+     'a = (w / lam[:, None]).sum(axis=0)'):
+        'a is divided by its geometric mean next: the factor 1/G cancels',
+    ('_common_shape_vector', '`<=` -> `<`',
+     'if delta <= tol:'):
+        'a change exactly equal to the tolerance does not occur',
+    ('_common_shape_vector', '`.max(` -> `.min(`',
+     'delta = max(np.max(np.abs(np.log(A_new / A))), np.max(np.abs(np.log(lam_new / lam))))'):
+        'one stopping quantity weakened; the other (shape and volumes converge together) '
+        "still holds the fit to the stationarity test's 1e-9",
+    ('_common_shape_matrix', '`/` -> `*`',
+     'lam = np.einsum("gii->g", W) / (n * d)'):
+        'the start of a convex fixed-point iteration: the same optimum',
+    ('_common_shape_matrix', '`*` -> `/`',
+     'lam = np.einsum("gii->g", W) / (n * d)'):
+        'the start of a convex fixed-point iteration: the same optimum',
+    ('_common_shape_matrix', '`.sum(` -> `.mean(`',
+     'M = (W / lam[:, None, None]).sum(axis=0)'):
+        'C is M over the d-th root of its determinant next: the factor 1/G cancels',
+    ('_common_shape_matrix', '`<=` -> `<`',
+     'if delta <= tol:'):
+        'a change exactly equal to the tolerance does not occur',
+    ('_common_shape_matrix', '`/` -> `*`',
+     'delta = max(np.max(np.abs(C_new - C)) / np.max(np.abs(C_new)),'):
+        "the shape's change measured absolutely, not relatively (|C| = 1, entries of "
+        'order 1): the tolerance rescaled',
+    ('_common_shape_matrix', '`.max(` -> `.min(`',
+     'delta = max(np.max(np.abs(C_new - C)) / np.max(np.abs(C_new)),'):
+        "one stopping quantity weakened; the volumes' change still holds the fit to the "
+        "stationarity test's 1e-9",
+    ('_common_shape_matrix', '`.max(` -> `.min(`',
+     'np.max(np.abs(np.log(lam_new / lam))))'):
+        "the volumes' stopping quantity weakened; the shape's still holds the fit to 1e-9",
+    ('_soft_weights', '`>` -> `>=`',
+     'off = np.abs(s - 1.0) > _ROW_SUM_TOL'):
+        'a row sum off by exactly the tolerance does not occur',
+    ('_hard_weights', '`1` -> `2`',
+     'codes = np.array([index.get(v, -1) for v in y])'):
+        'unknown labels are the negative codes, -1 or -2 alike',
+}
+"""Survivors read and found equivalent, keyed by (function, mutation, its source line
+stripped): why no test can tell the mutant from the original."""
 
 _COMPARE_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
                  ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
@@ -341,11 +446,23 @@ def main(argv=None) -> int:
         print("\ntimed out (counted as killed; a mutant that loops, or a loaded machine):")
         for m in timeouts:
             print(f"  {m.path}:{m.line} {m.function}: {m.description}")
-    if survivors:
+    known = [m for m in survivors if _equivalence(m)]
+    unknown = [m for m in survivors if not _equivalence(m)]
+    if known:
+        print("\nequivalent survivors (EQUIVALENT gives the reason):")
+        for m in known:
+            print(f"  {m.path}:{m.line} {m.function}: {m.description}: {_equivalence(m)}")
+    if unknown:
         print("\nsurvivors:")
-        for m in survivors:
+        for m in unknown:
             print(f"  {m.path}:{m.line} {m.function}: {m.description}")
     return 0
+
+
+def _equivalence(mutant: Mutant) -> str | None:
+    """The recorded reason a surviving mutant changes nothing observable, or None."""
+    line = _source(mutant.path).splitlines()[mutant.line - 1].strip()
+    return EQUIVALENT.get((mutant.function, mutant.description, line))
 
 
 if __name__ == "__main__":

@@ -83,6 +83,9 @@ def test_beta_prior_parsing_and_messages():
     a, b = C.beta_prior((3, [1, 2]), "sensitivity_prior", 2)
     np.testing.assert_array_equal(a, [3, 3])
     np.testing.assert_array_equal(b, [1, 2])
+    # the boundary a = b = 1 (flat) and anything above it are allowed
+    for pair in ((1, 1), (1.5, 1.5), (1, 7)):
+        np.testing.assert_array_equal(C.beta_prior(pair, "prevalence_prior"), pair)
     with pytest.raises(TypeError, match="sensitivity_prior must be a pair \\(a, b\\)"):
         C.beta_prior(3.0, "sensitivity_prior", 2)
     with pytest.raises(ValueError, match="a and b must be numbers or arrays of length 2"):

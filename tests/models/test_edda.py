@@ -492,6 +492,20 @@ def test_constant_feature_within_a_class(iris):
     fit_edda(X, y, "EEI")  # the pooled variance is fine
 
 
+def test_rounding_residue_counts_as_zero_variance(iris):
+    """A feature constant within every class (0.1, 0.7, 1.3) has a within-class scatter
+    of rounding residue (1e-31), not exactly 0: measured against the largest pooled
+    variance it is zero, and the message names the feature."""
+    X, y = iris
+    X = X.copy()
+    for g, c in zip(("setosa", "versicolor", "virginica"), (0.1, 0.7, 1.3), strict=True):
+        X[y == g, 3] = c
+    for s, what in (("EEI", "pooled within-class variance"), ("VEI", "within-class variance")):
+        with pytest.raises(EddaSingularError,
+                           match=rf"{s}: .*the {what} of feature 3 is zero in every class"):
+            fit_edda(X, y, s)
+
+
 def test_collinear_features():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 2))
@@ -500,6 +514,9 @@ def test_collinear_features():
     for s in ("EEE", "VEE", "VVV", "EVV"):
         with pytest.raises(EddaSingularError, match="rank deficient|singular"):
             fit_edda(X, y, s)
+    with pytest.raises(EddaSingularError,
+                       match="the smallest eigenvalue summed over classes is zero"):
+        fit_edda(X, y, "EEV")
     assert np.isfinite(fit_edda(X, y, "EEE", shrinkage=0.5).loglik)
 
 
