@@ -304,14 +304,14 @@ def test_simulate_latent_confusion(rng):
     np.testing.assert_allclose(exact[0], np.eye(4), atol=1e-9)
 
 
-def _tiny_latent():
+def _tiny_latent(n_levels=3):
     # item "b" gets a repeated label from annotator "u"
     df = pd.DataFrame({
         "item": ["a", "a", "b", "b", "b", "c", "c", "d"],
         "annotator": ["u", "v", "u", "u", "w", "v", "w", "u"],
-        "label": [3, 2, 1, 2, 1, 3, 3, 2],
+        "label": [3, 2, 1, 2, 1, 3, 3, 2] if n_levels == 3 else [4, 2, 1, 3, 1, 3, 4, 2],
     })
-    return cm.Annotations.from_frame(df, classes=[1, 2, 3])
+    return cm.Annotations.from_frame(df, classes=list(range(1, n_levels + 1)))
 
 
 def _unconstrained(model, values):
@@ -326,40 +326,51 @@ def _unconstrained(model, values):
     return point
 
 
-@pytest.mark.parametrize("link, guessing, own_cuts", [("logit", False, False),
-                                                      ("probit", True, False),
-                                                      ("logit", False, True)])
-def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
-    ann = _tiny_latent()
+@pytest.mark.parametrize("link, guessing, own_cuts, K", [("logit", False, False, 3),
+                                                         ("probit", True, False, 3),
+                                                         ("logit", False, True, 3),
+                                                         ("logit", False, True, 4)])
+def test_latent_marginal_matches_brute_force(link, guessing, own_cuts, K):
+    ann = _tiny_latent(K)
     model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing,
                                 annotator_cutpoints=own_cuts)
-    # the middle level's interval, per annotator: narrower, wider, much wider
-    ratio = np.array([[-0.4], [0.3], [1.2]])
-    values = {"prevalence": np.array([0.2, 0.5, 0.3]), "bias": np.array([0.4, -0.1, -0.2]),
-              "noise": np.array([0.7, 1.3, 0.5]), "level_spacing": np.array([0.35, 0.65]),
+    # the interior levels' intervals, per annotator: narrower, wider, much wider
+    ratio = np.array([[-0.4], [0.3], [1.2]]) if K == 3 else np.array(
+        [[-0.4, 0.5], [0.3, -0.2], [1.2, 0.1]])
+    spacing = np.array([0.35, 0.65]) if K == 3 else np.array([0.2, 0.5, 0.3])
+    values = {"prevalence": np.array([0.2, 0.5, 0.3]) if K == 3 else np.array(
+                  [0.1, 0.4, 0.3, 0.2]),
+              "bias": np.array([0.4, -0.1, -0.2]),
+              "noise": np.array([0.7, 1.3, 0.5]), "level_spacing": spacing,
               "guess_rate": np.array([0.1, 0.3, 0.05]), "log_width_ratio": ratio}
     point = _unconstrained(model, values)
     cdf = expit if link == "logit" else stats.norm.cdf
-    locs = 2 * np.array([0.0, 0.35, 1.0])
+    locs = (K - 1) * np.concatenate([[0.0], np.cumsum(spacing)])
     shared = (locs[:-1] + locs[1:]) / 2
-    # three levels: an annotator's two cut points straddle the shared ones' midpoint,
-    # exp(ratio) times as far apart
-    half = np.exp(ratio[:, 0]) * (shared[1] - shared[0]) / 2
-    cuts = [shared.mean() + np.array([-half[j], half[j]]) if own_cuts else shared
-            for j in range(3)]
+    if K == 3:  # an annotator's two cut points straddle the shared ones' midpoint,
+        # exp(ratio) times as far apart
+        half = np.exp(ratio[:, 0]) * (shared[1] - shared[0]) / 2
+        own = [shared.mean() + np.array([-half[j], half[j]]) for j in range(3)]
+    else:  # interior intervals exp(ratio) times the shared widths, centred alike
+        own = []
+        for j in range(3):
+            gaps = np.exp(ratio[j]) * np.diff(shared)
+            c = np.concatenate([[0.0], np.cumsum(gaps)])
+            own.append(c - c.mean() + shared.mean())
+    cuts = [own[j] if own_cuts else shared for j in range(3)]
 
     def p_label(j, k, y, guessing=guessing):
         if guessing:
             guess = values["guess_rate"][j]
-            return (1 - guess) * p_label(j, k, y, False) + guess / 3
-        upper = 1.0 if y == 2 else cdf((cuts[j][y] - locs[k] - values["bias"][j])
-                                       / values["noise"][j])
+            return (1 - guess) * p_label(j, k, y, False) + guess / K
+        upper = 1.0 if y == K - 1 else cdf((cuts[j][y] - locs[k] - values["bias"][j])
+                                           / values["noise"][j])
         lower = 0.0 if y == 0 else cdf((cuts[j][y - 1] - locs[k] - values["bias"][j])
                                        / values["noise"][j])
         return upper - lower
 
     total = 0.0
-    for z in itertools.product(range(3), repeat=ann.n_items):
+    for z in itertools.product(range(K), repeat=ann.n_items):
         p = np.prod(values["prevalence"][list(z)])
         for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
             p *= p_label(j, z[i], y)
@@ -370,9 +381,9 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
     assert per_item.shape == (4,)
     np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=rtol)
     # the whole model, priors included, no Jacobian (what find_MAP maximises)
-    log_prior = (stats.dirichlet.logpdf(values["prevalence"], [2, 2, 2])
+    log_prior = (stats.dirichlet.logpdf(values["prevalence"], [2] * K)
                  + stats.gamma.logpdf(values["noise"], 2, scale=1).sum()
-                 + stats.dirichlet.logpdf(values["level_spacing"], [5, 5]))
+                 + stats.dirichlet.logpdf(values["level_spacing"], [5] * (K - 1)))
     log_prior += stats.norm.logpdf(values["bias"]).sum()
     if guessing:
         log_prior += stats.beta.logpdf(values["guess_rate"], 1, 4).sum()
@@ -388,7 +399,7 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts):
     # the simulator's NumPy confusion is the same cumulative link
     conf = ordinal.latent_confusion(values["bias"], values["noise"], values["level_spacing"],
                                     link=link, log_width_ratio=ratio if own_cuts else None)
-    expected = [[[p_label(j, k, y, False) for y in range(3)] for k in range(3)]
+    expected = [[[p_label(j, k, y, False) for y in range(K)] for k in range(K)]
                 for j in range(3)]
     np.testing.assert_allclose(conf, expected, rtol=1e-12)
 
