@@ -76,7 +76,8 @@ TARGETS = {
                    ["_items_np", "_m_step", "_bias_scale_step", "_gamma_logpdf_nojac",
                     "_normal_logpdf", "_log_prior"],
                    ["tests/models/test_continuous.py", "-k",
-                    "fixed_point or flat_priors or log_posterior or recovers or map_equals_em"]),
+                    "fixed_point or flat_priors or log_posterior or recovers or map_equals_em "
+                    "or local_maximum"]),
     "edda": ("crowd_models/models/edda.py",
              ["_log_density", "_objective", "_fit_covariance", "_common_shape_vector",
               "_common_shape_matrix", "_orientation_scales", "_class_weights", "_soft_weights",
@@ -185,6 +186,22 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ('_hard_weights', '`1` -> `2`',
      'codes = np.array([index.get(v, -1) for v in y])'):
         'unknown labels are the negative codes, -1 or -2 alike',
+    ('_bias_scale_step', '`+` -> `-`',
+     'g = np.stack([tau * sums["y"], tau * sums["ym"] + scale_prec], axis=1)'):
+        "the prior's linear term is the same for every annotator, so the Lagrange"
+        " multiplier of the scales' mean-1 constraint absorbs it",
+    ('_bias_scale_step', 'drop `+ scale_prec`',
+     'g = np.stack([tau * sums["y"], tau * sums["ym"] + scale_prec], axis=1)'):
+        "the prior's linear term is the same for every annotator, so the Lagrange"
+        " multiplier of the scales' mean-1 constraint absorbs it",
+    ('_bias_scale_step', '`+` -> `-`',
+     'g = (tau * sums["ym"] + scale_prec)[:, None]'):
+        "the prior's linear term is the same for every annotator, so the Lagrange"
+        " multiplier of the scales' mean-1 constraint absorbs it",
+    ('_bias_scale_step', 'drop `+ scale_prec`',
+     'g = (tau * sums["ym"] + scale_prec)[:, None]'):
+        "the prior's linear term is the same for every annotator, so the Lagrange"
+        " multiplier of the scales' mean-1 constraint absorbs it",
 }
 """Survivors read and found equivalent, keyed by (function, mutation, its source line
 stripped): why no test can tell the mutant from the original."""

@@ -581,11 +581,13 @@ scale = 1 + scale_offset)."""
 
 
 def _change(new: dict, old: dict, scale: float) -> float:
-    """Largest parameter move, unit-free: log precisions, the rest / label_scale."""
+    """Largest parameter move, unit-free: log precisions, scales, the rest / label_scale."""
     moves = [np.max(np.abs(np.log(new[k]) - np.log(old[k])))
              for k in ("precision", "truth_precision")]
     moves += [np.max(np.abs(np.asarray(new[k]) - np.asarray(old[k]))) / scale
               for k in ("bias", "coef", "intercept") if k in new]
+    if "scale" in new:  # the annotators' scales are unit-free
+        moves.append(np.max(np.abs(np.asarray(new["scale"]) - np.asarray(old["scale"]))))
     if "scale" in new:
         moves.append(np.max(np.abs(new["scale"] - old.get("scale", 1.0))))
     return float(max(moves))

@@ -256,6 +256,39 @@ def test_map_equals_em_with_scale(sim_scale):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_em_with_scale_is_a_local_maximum(sim_scale, bias):
+    """The scale variant's EM stops at a maximum of the marginal log posterior: moving
+    any pair of scales apart (their mean stays 1), or any other parameter a little,
+    lowers it (the MAP = EM check above covers bias=True with a PyMC fit)."""
+    fit = continuous.em(sim_scale, bias=bias, scale=True)
+    pri = continuous._priors(sim_scale, bias=bias, scale=True, label_scale=None,
+                             **{k: v for k, v in continuous.DEFAULT_PRIORS.items()})
+    names = ["precision", "truth_precision", "intercept", "scale", "scale_offset"]
+    names += ["bias"] * bias
+    params = {k: np.array(fit[k].values[0, 0], dtype=float) for k in names}
+    best = continuous._log_posterior(sim_scale, params, pri)
+    np.testing.assert_allclose(best, fit.attrs["log_posterior"], rtol=1e-12)
+    eps, J = 1e-4, sim_scale.n_annotators
+    moves = []
+    for j in range(J):
+        for k in range(J):
+            if j != k:
+                step = np.zeros(J)
+                step[j], step[k] = eps, -eps
+                moves.append({"scale": step, "scale_offset": step})
+        moves.append({"precision": np.eye(J)[j] * eps * params["precision"][j]})
+        if bias:
+            step = np.zeros(J)
+            step[j], step[(j + 1) % J] = eps, -eps
+            moves.append({"bias": step})
+    moves += [{"intercept": eps}, {"truth_precision": eps * params["truth_precision"]}]
+    for move in moves:
+        for sign in (1, -1):
+            moved = {k: v + sign * move.get(k, 0.0) for k, v in params.items()}
+            assert continuous._log_posterior(sim_scale, moved, pri) < best, (move, sign)
+
+
 def test_em_recovers_scales():
     sim = continuous.simulate(PRECISION, bias=BIAS, scale=SCALE, n_items=3000, intercept=3.0,
                               truth_precision=0.25, labels_per_item=4,
