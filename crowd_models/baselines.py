@@ -30,6 +30,11 @@ def majority_vote(
         comes first in ``annotations.classes``, "random" draws one of the tied
         classes with ``rng``.
     rng : numpy Generator or seed, used by ``ties="random"``.
+
+    Example
+    -------
+    >>> vote = cm.majority_vote(cm.datasets.load_dog())
+    >>> vote.argmax("true_class")
     """
     if not isinstance(annotations, Annotations):
         raise TypeError(f"majority_vote expects Annotations, got {type(annotations).__name__}.")

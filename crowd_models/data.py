@@ -251,6 +251,13 @@ class Annotations:
             ``features``. Default False: ids or labels that differ only in
             surrounding whitespace (``'yes'`` and ``' yes'``, ``'Zoë'`` and
             ``'Zoë '``) are kept apart, with a ``UserWarning`` listing them.
+
+        Example
+        -------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"item": ["a", "a", "b"], "annotator": ["u", "v", "u"],
+        ...                    "label": ["cat", "dog", "dog"]})
+        >>> ann = cm.Annotations.from_frame(df)
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(
@@ -339,6 +346,12 @@ class Annotations:
             non-negative classes, an all-nines code such as ``99`` far from the
             other classes, strings such as ``"NA"`` or ``"?"``; see
             ``missing_codes``), unless ``classes=`` declares the classes.
+
+        Example
+        -------
+        >>> import pandas as pd
+        >>> wide = pd.DataFrame({"u": [1, 0, 1], "v": [1, 1, None]}, index=["a", "b", "c"])
+        >>> ann = cm.Annotations.from_wide(wide)
         """
         matrix = _checked_wide(matrix, strip, missing)
         long = _wide_to_long(matrix, classes, continuous)

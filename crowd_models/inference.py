@@ -129,6 +129,12 @@ def fit_map(
     (per item), ``observed_data``, ``constant_data`` and ``optimizer_result``
     (the final stage; ``attrs["stages"]`` describes each);
     ``attrs["log_posterior"]`` is the maximised objective.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> fit = cm.fit_map(two_coin.build_model(cm.datasets.load_rte()), laplace=True)
+    >>> fit.attrs["log_posterior"]
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"fit_map expects a pymc Model, got {type(model).__name__}.")
@@ -268,7 +274,14 @@ def _warn_two_modes(map_lp: float, em_lp: float, optimum: str) -> None:
 def laplace_fit(fit) -> xr.DataTree:
     """A ``fit_map(..., laplace=True)`` fit as a many-draw DataTree: its ``laplace``
     draws as the ``posterior`` (with the data groups), which the report's tables
-    (``cm.report.annotator_summary``) summarise like NUTS draws."""
+    (``cm.report.annotator_summary``) summarise like NUTS draws.
+
+    Example
+    -------
+    >>> from crowd_models.inference import laplace_fit
+    >>> fit = cm.fit_map(model, laplace=True)
+    >>> cm.report.annotator_summary(laplace_fit(fit))
+    """
     if not has_laplace(fit):
         raise ValueError("laplace_fit needs a fit from fit_map(model, laplace=True) (a "
                          "DataTree with a 'laplace' group).")
@@ -324,6 +337,13 @@ def sample(
     the labels themselves are flagged: a warning is raised and
     ``attrs["label_switched_chains"]`` lists them (see
     :func:`label_switched_chains`).
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> idata = cm.sample(two_coin.build_model(cm.datasets.load_rte()), draws=500, chains=4)
+    >>> import arviz as az
+    >>> az.summary(idata, var_names=["sensitivity"])
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"sample expects a pymc Model, got {type(model).__name__}.")
@@ -429,7 +449,14 @@ def _warn_switched(switched: list, chains: int) -> None:
 
 def label_switched_chains(idata, reference) -> list[int]:
     """Chains whose hard labels agree best with a non-identity permutation of the
-    reference fit's hard labels (e.g. the MAP or majority vote)."""
+    reference fit's hard labels (e.g. the MAP or majority vote).
+
+    Example
+    -------
+    >>> from crowd_models.inference import label_switched_chains
+    >>> idata = cm.sample(model, start=None)
+    >>> label_switched_chains(idata, cm.fit_map(model))
+    """
     post = posterior_of(idata)
     ref = posterior_of(reference)["item_class_prob"]
     ref = ref.isel({d: 0 for d in (D.CHAIN, D.DRAW) if d in ref.dims})

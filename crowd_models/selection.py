@@ -82,6 +82,11 @@ def disagreement(prediction, annotations: Annotations) -> float:
     items): class codes, (item, class) probabilities (e.g. ``item_class_prob``
     of a fit — but for model selection use a classifier's predictions from the
     features, which do not see the labels), or P(second class) for two classes.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> selection.disagreement(predicted_classes, test_annotations)
     """
     _check(annotations)
     z = _hard(prediction, annotations)
@@ -185,6 +190,14 @@ def select_penalty(annotations: Annotations, penalties: Sequence[float], *,
     ``annotations`` per penalty and score on ``validation``; otherwise K-fold
     over the items of ``annotations`` (``n_folds``, ``rng``) — the paper's
     choice for small data.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> chosen = selection.select_penalty(ann, [0.5, 1, 2, 4, 8])
+    >>> chosen.penalty
     """
     _check(annotations)
     grid = np.asarray(penalties, dtype=float)

@@ -73,6 +73,11 @@ def load_rte() -> Annotations:
     each class). Majority vote reaches 0.92 accuracy (0.9187) with 5-5 ties
     (65 items) going to class 0, 0.90 when ties count as half right. Annotator
     ids are the Mechanical Turk worker ids.
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_rte()
+    >>> ann.n_items, ann.n_annotators, ann.has_gold
     """
     with _path("rte", "rte.standardized.tsv").open("r") as fh:
         df = pd.read_csv(fh, sep="\t")
@@ -89,6 +94,10 @@ def load_bluebirds() -> Annotations:
     108 images, 39 annotators, every annotator labels every image (4212
     labels), classes [False, True], gold for every image (60 false, 48 true).
     Majority vote reaches 0.76 accuracy (0.7593; 39 voters, so no ties).
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_bluebirds()
     """
     with _path("bluebirds", "labels.yaml").open("r") as fh:
         labels = yaml.safe_load(fh)
@@ -120,6 +129,11 @@ def load_anesthesia() -> Annotations:
 
     There is deliberately no ``ordered=`` argument: :class:`Annotations` does
     not record whether classes are ordered, so the flag would change nothing.
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_anesthesia()
+    >>> list(ann.classes)
     """
     df = _read("anesthesia", "anesthesia.csv")
     return Annotations.from_frame(
@@ -142,6 +156,10 @@ def load_dog() -> Annotations:
     The truth file repeats each item's gold once per label row; it is reduced
     to one label per item, and a ``ValueError`` is raised if an item's
     repeated truths disagree.
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_dog()
     """
     df = _read("dog", "dogs-1.merged.label.tsv", sep="\t", header=None,
                names=["item", "worker", "label"])
@@ -166,6 +184,10 @@ def load_web_search() -> Annotations:
     / 689 / 534 / 619 of levels 1..5); the other 12 items have gold -1.
     Majority vote reaches 0.78 accuracy (0.7765) on the 2653 items with gold,
     ties going to the lower level (0.73 when the 569 tied items count as split).
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_web_search()
     """
     df = _read("web_search", "web_crowd.txt", sep="\t", header=None,
                names=["item", "worker", "label"])
@@ -221,6 +243,10 @@ def load_music_genre(split: str = "train"):
     Song ids are the GTZAN file names (``"blues.00012.mp3"``). The crowd
     file's song ids must all have a feature row: a ``ValueError`` names any
     that do not, rather than dropping their labels.
+
+    Example
+    -------
+    >>> train = cm.datasets.load_music_genre("train")
     """
     if split not in MUSIC_GENRE_SPLITS:
         raise ValueError(
@@ -285,6 +311,11 @@ def load_affect(emotion: str) -> Annotations:
         score of every item as ``gold`` (the file's ``gold`` column). The
         headline texts are bundled in ``data/affect/affect_headlines.tsv``
         (``id``, ``headline``; join on the item id).
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_affect("anger")
+    >>> ann.continuous
     """
     if emotion not in AFFECT_EMOTIONS:
         raise ValueError(
@@ -386,6 +417,10 @@ def load_gi_lesions(task: str = "3class", features: str | None = "all",
         Which of the lesion's two images the features come from: white light,
         narrow-band imaging, or (``"paper"``) the first column of each lesion
         in ``data.txt`` — 61 white-light and 15 NBI images, as in the paper.
+
+    Example
+    -------
+    >>> ann = cm.datasets.load_gi_lesions(task="3class")
     """
     _choice(task, tuple(GI_TASKS), "task")
     _choice(light, GI_LIGHTS, "light")
@@ -430,6 +465,11 @@ def load_gi_lesions_split(k: int, task: str = "3class", run: str = "table7") -> 
         names with the same index; ``pgt_gold``: the lesions whose gold PGT
         used (``run="table6"``; None for ``"table7"``, which drew none).
         ``task="binary"`` maps the classes to resection / no-resection.
+
+    Example
+    -------
+    >>> split = cm.datasets.load_gi_lesions_split(0)
+    >>> split["train"]
     """
     if isinstance(k, bool) or not isinstance(k, (int,)) or not 1 <= k <= 50:
         raise ValueError(f"k={k!r}: the paper's splits are numbered 1..50.")

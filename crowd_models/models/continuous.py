@@ -661,6 +661,12 @@ def build_model(
     marginal log-likelihood; data ``n_labels`` (annotator) and the long table
     ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
     ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
+
+    Example
+    -------
+    >>> from crowd_models.models import continuous
+    >>> model = continuous.build_model(cm.datasets.load_affect("anger"), bias=True)
+    >>> fit = cm.fit_map(model)
     """
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
@@ -779,6 +785,11 @@ def em(
     (ignoring the sum-to-zero constraint). ``attrs`` hold ``log_posterior``
     (the quantity ``find_MAP`` maximises: ``model.logp(jacobian=False)``),
     ``log_likelihood``, ``n_iter`` (M-steps run), ``converged`` and ``label_scale``.
+
+    Example
+    -------
+    >>> fit = continuous.em(cm.datasets.load_affect("anger"), bias=True)
+    >>> cm.report.annotator_summary(fit)
     """
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
@@ -901,6 +912,10 @@ def simulate(
     Returns continuous Annotations whose ``gold`` holds the true values and
     whose ``truth`` holds the true parameters (annotators named
     ``annotator_0``, ...).
+
+    Example
+    -------
+    >>> ann = continuous.simulate([4.0, 1.0, 0.25], bias=[0.3, 0.0, -0.3], n_items=200, rng=0)
     """
     rng = np.random.default_rng(rng)
     nu = _check_noise(noise, nu)

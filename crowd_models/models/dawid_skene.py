@@ -338,6 +338,12 @@ def build_model(
     The hierarchical model starts at the full model's majority-vote start,
     mapped to logits: ``population_logit`` the annotators' mean row logits,
     ``confusion_spread`` their standard deviation, the offsets standardised.
+
+    Example
+    -------
+    >>> from crowd_models.models import dawid_skene
+    >>> model = dawid_skene.build_model(cm.datasets.load_dog(), variant="one_coin")
+    >>> fit = cm.fit_map(model)
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
@@ -426,6 +432,11 @@ def em(
     posterior given the soft labels: ``confusion_alpha`` (Dirichlet rows, prior
     + expected counts) or, one-coin, ``accuracy_alpha``/``accuracy_beta``; attrs ``log_posterior``,
     ``log_likelihood``, ``n_iter`` (M-steps run), ``converged``.
+
+    Example
+    -------
+    >>> fit = dawid_skene.em(cm.datasets.load_dog())
+    >>> fit["confusion"].sel(annotator=fit["annotator"][0])
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
@@ -497,6 +508,11 @@ def simulate(
     default). Every annotator labels every item, or ``labels_per_item`` drawn
     at random without replacement. ``classes`` names the classes (default
     0..K-1).
+
+    Example
+    -------
+    >>> conf = [[[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]] * 4
+    >>> ann = dawid_skene.simulate(conf, n_items=300, rng=0)
     """
     rng = np.random.default_rng(rng)
     conf = np.asarray(confusion, dtype=float)

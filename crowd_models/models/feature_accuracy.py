@@ -414,6 +414,12 @@ def build_model(
     ``item_class_prob`` (item, true_class); observed ``item_labels`` (item) whose
     log-density is each item's marginal log-likelihood. ``model.crowd_start``
     holds the majority-vote start (``fit_map`` starts there).
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> fit = cm.fit_map(feature_accuracy.build_model(ann, penalty=2.0))
     """
     annotations = _check_annotations(annotations, positive)
     _trust.check_identifiable(annotations, FAMILY)
@@ -532,6 +538,12 @@ def em(
     ``log_likelihood``, ``penalty``, ``n_nonzero_coef``,
     ``n_nonzero_accuracy_coef``, ``restart_log_posteriors``, ``flipped``,
     ``n_iter``, ``converged``.
+
+    Example
+    -------
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> fit = feature_accuracy.em(ann, penalty=2.0)
+    >>> fit.attrs["n_nonzero_coef"]
     """
     annotations = _check_annotations(annotations, positive)
     _trust.check_identifiable(annotations, FAMILY)
@@ -789,6 +801,10 @@ def simulate(
     (error rates 0.38 to 0.12 at x = 0). ``labels_per_item`` annotators (drawn
     without replacement) label each item, or all of them. ``gold`` holds the
     true labels, ``truth`` the true parameters (``attrs["mechanism"]``).
+
+    Example
+    -------
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, mechanism="model", rng=0)
     """
     rng = np.random.default_rng(rng)
     mech = {v: k for k, v in MECHANISMS.items()}.get(mechanism, mechanism)

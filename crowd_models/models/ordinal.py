@@ -581,7 +581,23 @@ def build_model(
     guessing: bool = False,
     guess_prior=DEFAULT_PRIORS["guess_prior"],
 ) -> pm.Model:
-    """An ordinal model in PyMC, true level summed out (see the module docstring).
+    r"""An ordinal model in PyMC, true level summed out (see the module docstring).
+
+    .. math::
+
+        \text{cumulative:}\quad & \text{for each threshold } c:\;
+            \mathbb{1}[z_i > c] \sim \mathrm{Bernoulli}(\text{threshold\_prevalence}_c),
+            \\
+        & \mathbb{1}[\ell_{ij} > c] \mid \mathbb{1}[z_i > c] = 1 \sim
+            \mathrm{Bernoulli}(\text{sensitivity}_{jc}), \quad
+          \mathbb{1}[\ell_{ij} \le c] \mid \mathbb{1}[z_i > c] = 0 \sim
+            \mathrm{Bernoulli}(\text{specificity}_{jc}) \\
+        \text{latent:}\quad & z_i \sim \mathrm{Categorical}(\text{prevalence}), \quad
+          P(\ell_{ij} \le l \mid z_i = k) = F\!\left(\frac{\text{cutpoints}_l
+            - \text{level\_location}_k - \text{bias}_j}{\text{noise}_j}\right)
+
+    with F the logistic or normal cdf; the cumulative likelihood is the
+    product over thresholds (a composite likelihood).
 
     Parameters
     ----------
@@ -624,6 +640,12 @@ def build_model(
     (item), the marginal log-likelihood of the item's labels.
     ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
     there).
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> model = ordinal.build_model(cm.datasets.load_anesthesia(), variant="latent")
+    >>> fit = cm.fit_map(model)
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
@@ -693,6 +715,11 @@ def em(
 
     The latent variant has no EM (its M-step has no closed form): use
     ``cm.fit_map(build_model(annotations, variant="latent"))``.
+
+    Example
+    -------
+    >>> fit = ordinal.em(cm.datasets.load_anesthesia())
+    >>> cm.report.annotator_summary(fit)
     """
     if variant == "latent":
         raise ValueError("the latent ordinal variant has no EM: use cm.fit_map(build_model("
@@ -869,6 +896,11 @@ def simulate(
     labels every item, or ``labels_per_item`` of them drawn without
     replacement. The truth holds, as in the model, ``prevalence`` (latent: the
     class shares) or ``threshold_prevalence`` (cumulative: P(level > c)).
+
+    Example
+    -------
+    >>> ann = ordinal.simulate(bias=[0.5, -0.3, 0.0], noise=[0.4, 0.8, 0.6], n_classes=4,
+    ...                        n_items=200, rng=0)
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")

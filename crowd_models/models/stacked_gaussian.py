@@ -633,6 +633,12 @@ def build_model(
     feature, feature_aux). Observed ``item_labels`` (item): each item's
     log-likelihood is the sum over its labels of ``log tau[m, y] +
     log N(x; mu[m, y], Sigma[m, y])`` (``az.loo`` works per item).
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> fit = cm.fit_map(stacked_gaussian.build_model(ann, covariance="EEE"))
     """
     _require(annotations)
     _check_structure(covariance, PYMC_STRUCTURES)
@@ -904,6 +910,10 @@ def simulate(
     Returns Annotations with features, ``gold`` (the true classes) and
     ``truth`` (``prevalence``, ``class_mean``, ``covariance``, ``confusion``
     and ``is_expert``). The annotators are ``expert_1..`` and ``novice_1..``.
+
+    Example
+    -------
+    >>> ann = stacked_gaussian.simulate(2, n_items=300, n_experts=2, n_novices=3, rng=0)
     """
     rng = np.random.default_rng(rng)
     if scenario not in (1, 2):

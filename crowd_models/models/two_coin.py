@@ -337,6 +337,12 @@ def build_model(
     (item, true_class); observed ``item_labels`` (item) whose log-density is each
     item's marginal log-likelihood. ``model.crowd_start`` holds the
     majority-vote start that :func:`em` uses (``fit_map`` starts there).
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> model = two_coin.build_model(cm.datasets.load_rte())
+    >>> fit = cm.fit_map(model)
     """
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
@@ -410,6 +416,11 @@ def em(
     (``sensitivity_alpha``/``_beta``, ``specificity_alpha``/``_beta``); and
     ``n_labels``. ``attrs`` hold ``log_posterior`` (the quantity find_MAP
     maximises), ``log_likelihood``, ``n_iter`` (M-steps run) and ``converged``.
+
+    Example
+    -------
+    >>> fit = two_coin.em(cm.datasets.load_rte())
+    >>> cm.report.annotator_summary(fit).head()
     """
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
@@ -503,6 +514,11 @@ def simulate(
     every annotator, or by ``labels_per_item`` annotators drawn at random
     without replacement. ``gold`` holds the true labels; ``truth`` holds the
     true parameters.
+
+    Example
+    -------
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.85, 0.8, 0.75], n_items=500, rng=0)
+    >>> ann.truth["sensitivity"].values
     """
     rng = np.random.default_rng(rng)
     sens = np.asarray(sensitivity, dtype=float)

@@ -100,6 +100,12 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
     ``mean``, ``sd``, ``lower``, ``upper``, computed draw by draw (NaN spreads
     for a single-draw fit). Student-t fits: precisions are inverse squared
     scales, so the ratio compares scales, not variances.
+
+    Example
+    -------
+    >>> from crowd_models.models import continuous
+    >>> ann = cm.datasets.load_affect("anger")
+    >>> cm.report.experts_equivalent(continuous.em(ann), "gold", annotations=ann)
     """
     ci_prob = check_ci_prob(ci_prob)
     post = posterior_of(fit)

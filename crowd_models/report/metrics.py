@@ -66,6 +66,13 @@ def roc_curve(scores, gold) -> tuple[pd.DataFrame, float]:
     ValueError
         If the lengths differ, ``gold`` is not binary or holds one class only,
         or ``scores`` holds NaN or non-numbers.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> prob = two_coin.em(ann)["item_class_prob"].values[0, 0, :, 1]
+    >>> curve, auc = cm.report.roc_curve(prob, ann.gold)
     """
     try:
         s = np.asarray(scores, dtype=float)
@@ -103,6 +110,7 @@ def roc_curve(scores, gold) -> tuple[pd.DataFrame, float]:
     auc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
     return pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": threshold}), auc
 
+
 def plot_roc(curves: Mapping, ax=None):
     """Several ROC curves on one Axes, with their AUC in the legend.
 
@@ -126,6 +134,10 @@ def plot_roc(curves: Mapping, ax=None):
         :func:`roc_curve` rejects an entry (the message names the curve).
     TypeError
         If ``curves`` is not a mapping.
+
+    Example
+    -------
+    >>> ax = cm.report.plot_roc({"two-coin": (prob, ann.gold)})
     """
     import matplotlib.pyplot as plt
 
@@ -216,6 +228,10 @@ def soft_confusion(predicted, item_class_prob) -> dict[str, float]:
         If ``predicted`` is not binary or does not match the items, the
         probabilities are not two classes in [0, 1], or all of ``mu`` is 0 (or
         all 1), leaving a rate undefined.
+
+    Example
+    -------
+    >>> cm.report.soft_confusion(predicted, fit["item_class_prob"].values[0, 0, :, 1])
     """
     items = None
     if isinstance(item_class_prob, xr.DataArray | xr.Dataset | xr.DataTree):
@@ -288,6 +304,12 @@ def accuracy(fit_or_probs, annotations: Annotations) -> float:
     ValueError
         If the annotations have no gold labels (or are continuous), or the
         probabilities do not match their items or classes.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> cm.report.accuracy(two_coin.em(ann), ann)
     """
     if not isinstance(annotations, Annotations):
         raise TypeError(f"annotations must be Annotations, got {type(annotations).__name__}.")

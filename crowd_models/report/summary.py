@@ -260,6 +260,12 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     over its Laplace draws (group ``laplace``), like a NUTS fit: the means are
     the draws' means, close to but not the MAP itself, which stays in the
     fit's ``posterior`` group.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> fit = two_coin.em(cm.datasets.load_rte())
+    >>> cm.report.annotator_summary(fit, ci_prob=0.9).head()
     """
     ci_prob = check_ci_prob(ci_prob)
     fit = _with_draws(fit)
@@ -459,6 +465,12 @@ def item_table(fit, annotations: Annotations | None = None) -> pd.DataFrame:
     ValueError
         If the fit has neither ``item_class_prob`` nor ``true_value``, or the
         annotations' items (or classes) are not the fit's.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> cm.report.item_table(two_coin.em(ann), ann).head()
     """
     if annotations is not None and not isinstance(annotations, Annotations):
         raise TypeError(f"annotations must be Annotations or None, got "
@@ -579,6 +591,12 @@ def true_value_summary(fit, *, annotations: Annotations | None = None,
     (exact for a single draw of a Gaussian-noise fit). With ``annotations``,
     rows follow their item order and a ``gold`` column is added when they
     have gold values (NaN where unknown).
+
+    Example
+    -------
+    >>> from crowd_models.models import continuous
+    >>> ann = cm.datasets.load_affect("anger")
+    >>> cm.report.true_value_summary(continuous.em(ann)).head()
     """
     ci_prob = check_ci_prob(ci_prob)
     post = posterior_of(fit)
