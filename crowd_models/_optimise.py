@@ -3,8 +3,6 @@ comparison, the boundary check and the Laplace approximation."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
 from pymc.logprob.utils import ParameterValueError
@@ -14,6 +12,7 @@ from threadpoolctl import threadpool_limits
 from crowd_models import _compiled
 from crowd_models import _dims as D
 from crowd_models._points import _group
+from crowd_models._text import warn
 
 MAX_GRADIENT = 1e-6
 """fit_map warns when the optimiser stops with a gradient entry (on the
@@ -436,13 +435,12 @@ def _laplace(model, fns, x_map, shapes, draws, random_seed) -> dict:
         hess = _difference_hessian(fun, x)
     eigen = np.linalg.eigvalsh(hess) if x.size else np.ones(1)
     if not (np.all(np.isfinite(hess)) and eigen[0] > LAPLACE_EIGEN_FLOOR * max(eigen[-1], 0)):
-        warnings.warn(
+        warn(
             f"laplace=True: the Hessian of the negative log density of the unconstrained "
             f"variables at its mode is not positive definite (eigenvalues from {eigen[0]:.3g} "
             f"to {eigen[-1]:.3g}): the mode sits on a ridge or on the edge of the support, "
             f"where a Gaussian approximation does not exist. No Laplace draws were made; use "
-            f"cm.sample for the uncertainty.", UserWarning, stacklevel=3,
-        )
+            f"cm.sample for the uncertainty.")
         return {}
     chol = np.linalg.cholesky(hess)
     # one Newton step to the mode, then draws x + L^-T z (covariance H^-1)
@@ -475,7 +473,7 @@ in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
 below 2e-9): the mode sits on the edge of the support."""
 
 
-def _check_boundary_mode(fns, x, shapes, stacklevel: int = 3) -> None:
+def _check_boundary_mode(fns, x, shapes) -> None:
     """Warn when the MAP puts transformed parameters on the edge of their support."""
     model = fns.model
     intended = set(getattr(model, "crowd_sparse", ()))  # exact zeros the prior is built for
@@ -488,12 +486,11 @@ def _check_boundary_mode(fns, x, shapes, stacklevel: int = 3) -> None:
         if hit.any():
             edges.append(f"{rv.name} ({int(hit.sum())} of {hit.size})")
     if edges:
-        warnings.warn(
+        warn(
             f"the MAP sits on the boundary of the support for {', '.join(edges)} (a rate "
             f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
             f"curvature-based intervals there mean nothing. Use the default priors, or "
-            f"cm.sample for the uncertainty.", UserWarning, stacklevel=stacklevel,
-        )
+            f"cm.sample for the uncertainty.")
 
 
 def _climb(fns, x0_parts, method, opts, *, polish, gtol, n_obs, progressbar,

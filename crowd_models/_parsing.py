@@ -9,14 +9,12 @@ docstring.
 
 from __future__ import annotations
 
-import os
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from crowd_models._text import examples, listing, short_repr
+from crowd_models._text import examples, listing, short_repr, warn
 
 _MANY_CLASSES = 20
 """More distinct numeric labels than this, found without ``classes=``, are
@@ -27,15 +25,6 @@ _MISSING_WORDS = frozenset({"na", "n/a", "#n/a", "nan", "none", "null", "missing
                             "--", "."})
 """String classes (compared stripped and lower-cased) that look like a
 missing-value code rather than a class."""
-
-_SKIP = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
-"""Frames in these folders (the crowd_models package) are skipped when a warning
-names the line that caused it: the warning points at the user's call."""
-
-
-def warn(message: str) -> None:
-    """A UserWarning attributed to the first caller outside crowd_models."""
-    warnings.warn(message, UserWarning, skip_file_prefixes=_SKIP)
 
 
 def same_class(a, b) -> bool:

@@ -1,9 +1,22 @@
 """Ground floor for messages: values shown briefly, so that an error about
-thousands of ids stays one readable line."""
+thousands of ids stays one readable line, and warnings that name the user's line."""
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
+
+_SKIP = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+"""Frames in this folder (the crowd_models package) are skipped when a warning
+names the line that caused it: the warning points at the user's call, however
+deep in the package it was raised."""
+
+
+def warn(message: str) -> None:
+    """A UserWarning attributed to the first caller outside crowd_models."""
+    warnings.warn(message, UserWarning, skip_file_prefixes=_SKIP)
 
 REPR_WIDTH = 40
 """An example value longer than this (as repr) is cut in messages."""

@@ -19,13 +19,12 @@ Each check names the cause and the remedy in a ``UserWarning``:
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from crowd_models import _dims as D
+from crowd_models._text import warn
 
 BELOW_CHANCE_SHARE = 0.25
 """check_chance warns when annotators below chance give at least this share of
@@ -43,35 +42,32 @@ deviation is below this share of the standard deviation of all labels."""
 _SAMPLE_DIMS = (D.CHAIN, D.DRAW)
 
 
-def _warn(message: str, stacklevel: int) -> None:
-    """``stacklevel`` as the check's caller would give it to warnings.warn."""
-    warnings.warn(message, UserWarning, stacklevel=stacklevel + 2)
-
-
-def check_identifiable(annotations, family: str, *, stacklevel: int = 2) -> None:
+def check_identifiable(annotations, family: str) -> None:
     """Warn when the data cannot identify annotator quality."""
     if annotations.n_annotators == 1:
-        _warn(f"{family}: the data have one annotator, so their quality and the truth cannot "
-              f"be told apart (every quality fits with a matching truth); the estimates echo "
-              f"the priors and the start. Annotator quality needs items labelled by several "
-              f"annotators.", stacklevel)
+        warn(
+            f"{family}: the data have one annotator, so their quality and the truth cannot "
+            f"be told apart (every quality fits with a matching truth); the estimates echo "
+            f"the priors and the start. Annotator quality needs items labelled by several "
+            f"annotators.")
         return
     per_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
     if per_item.max() <= 1:
         via = (" (the features tie it to the truth only through the classifier)"
                if getattr(annotations, "features", None) is not None else "")
-        _warn(f"{family}: every item has one label, so annotator quality is not identified"
-              f"{via}: the labels show how often each annotator uses each class, not whether "
-              f"they are right. Have some items labelled by several annotators.",
-              stacklevel)
+        warn(
+            f"{family}: every item has one label, so annotator quality is not identified"
+            f"{via}: the labels show how often each annotator uses each class, not whether "
+            f"they are right. Have some items labelled by several annotators.")
 
 
-def check_converged(attrs: dict, family: str, *, stacklevel: int = 2) -> None:
+def check_converged(attrs: dict, family: str) -> None:
     """Warn when an EM fit's attrs say it stopped without converging."""
     if "converged" in attrs and not attrs["converged"]:
-        _warn(f"{family} EM stopped after {attrs.get('n_iter', '?')} iterations without "
-              f"converging (attrs['converged'] = 0): the estimates are not a fixed point. "
-              f"Raise max_iter or loosen tol.", stacklevel)
+        warn(
+            f"{family} EM stopped after {attrs.get('n_iter', '?')} iterations without "
+            f"converging (attrs['converged'] = 0): the estimates are not a fixed point. "
+            f"Raise max_iter or loosen tol.")
 
 
 BOUNDARY = 1e-10
@@ -79,7 +75,7 @@ BOUNDARY = 1e-10
 parameter below it."""
 
 
-def check_boundary(params: dict, supports: dict, family: str, *, stacklevel: int = 2) -> None:
+def check_boundary(params: dict, supports: dict, family: str) -> None:
     """Warn about EM estimates on the edge of their support (``supports``: name ->
     ``"unit"``, ``"simplex"`` or ``"positive"``)."""
     edges = []
@@ -94,10 +90,11 @@ def check_boundary(params: dict, supports: dict, family: str, *, stacklevel: int
         if np.any(hit):
             edges.append(f"{name} ({int(np.sum(hit))} of {value.size})")
     if edges:
-        _warn(f"{family}: estimates on the boundary of their support: {', '.join(edges)}. "
-              f"A mode there is not an interior maximum (flat priors allow a rate of exactly "
-              f"0 or 1), and intervals from its curvature mean nothing; use the default "
-              f"priors, or NUTS for the uncertainty.", stacklevel)
+        warn(
+            f"{family}: estimates on the boundary of their support: {', '.join(edges)}. "
+            f"A mode there is not an interior maximum (flat priors allow a rate of exactly "
+            f"0 or 1), and intervals from its curvature mean nothing; use the default "
+            f"priors, or NUTS for the uncertainty.")
 
 
 def _mean(da: xr.DataArray) -> xr.DataArray:
@@ -150,8 +147,7 @@ def chance_gaps(post: xr.Dataset) -> np.ndarray | None:
     return correct - used @ shares
 
 
-def check_chance(post: xr.Dataset, n_labels=None, *, what: str = "the fit",
-                 stacklevel: int = 2) -> None:
+def check_chance(post: xr.Dataset, n_labels=None, *, what: str = "the fit") -> None:
     """Warn when annotators the fit puts below chance give a large share of the labels."""
     gaps = chance_gaps(post)
     if gaps is None:
@@ -165,13 +161,14 @@ def check_chance(post: xr.Dataset, n_labels=None, *, what: str = "the fit",
         below)
     shown = ", ".join(map(str, names[:5])) + (", ..." if below.sum() > 5 else "")
     lead = ("most labels come" if share > 0.5 else f"{share:.0%} of the labels come")
-    _warn(f"{lead} from {int(below.sum())} annotator(s) that {what} puts below chance "
-          f"({shown}): either they are adversarial, or the consensus is flipped (a majority "
-          f"of adversarial annotators flips it, and no fit without gold can tell the two "
-          f"apart). Check the class coding and a few items against gold.", stacklevel)
+    warn(
+        f"{lead} from {int(below.sum())} annotator(s) that {what} puts below chance "
+        f"({shown}): either they are adversarial, or the consensus is flipped (a majority "
+        f"of adversarial annotators flips it, and no fit without gold can tell the two "
+        f"apart). Check the class coding and a few items against gold.")
 
 
-def check_constant_annotators(annotations, family: str, *, stacklevel: int = 2) -> None:
+def check_constant_annotators(annotations, family: str) -> None:
     """Warn about continuous-label annotators who give (nearly) one value to every item."""
     labels = np.asarray(annotations.labels, dtype=float)
     j = annotations.annotator_idx
@@ -184,7 +181,8 @@ def check_constant_annotators(annotations, family: str, *, stacklevel: int = 2) 
         return
     ids = np.asarray(annotations.annotators)[flat]
     shown = ", ".join(map(str, ids[:5])) + (", ..." if flat.sum() > 5 else "")
-    _warn(f"{family}: {int(flat.sum())} annotator(s) give (nearly) the same value to every "
-          f"item ({shown}); the model reads that as very high precision, and they pull the "
-          f"consensus towards their constant. Drop them (their labels carry no information "
-          f"about the items) or give the precision a stronger prior.", stacklevel)
+    warn(
+        f"{family}: {int(flat.sum())} annotator(s) give (nearly) the same value to every "
+        f"item ({shown}); the model reads that as very high precision, and they pull the "
+        f"consensus towards their constant. Drop them (their labels carry no information "
+        f"about the items) or give the precision a stronger prior.")

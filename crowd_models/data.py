@@ -36,7 +36,6 @@ rows or ids and the fix):
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -54,9 +53,8 @@ from crowd_models._parsing import (
     parse_labels,
     same_class,
     strip_index,
-    warn,
 )
-from crowd_models._text import examples, listing
+from crowd_models._text import examples, listing, warn
 
 __all__ = ["Annotations"]
 
@@ -507,10 +505,9 @@ class Annotations:
         if found[0] == 1:
             return self
         if self.truth is not None:
-            warnings.warn(
+            warn(
                 "with_positive: the simulation's true parameters refer to the old class "
-                "order, so the recoded annotations carry no truth (truth=None).",
-                UserWarning, stacklevel=2)
+                "order, so the recoded annotations carry no truth (truth=None).")
         gold = None if self.gold is None else np.where(self.gold >= 0, 1 - self.gold,
                                                        self.gold)
         return replace(self, labels=1 - self.labels, classes=self.classes[::-1],

@@ -54,6 +54,7 @@ from crowd_models._samplers import (  # noqa: F401
     _nutpie_nuts,
     _pymc_nuts,
 )
+from crowd_models._text import warn
 
 __all__ = ["fit_map", "sample", "label_switched_chains", "posterior_of", "laplace_fit"]
 
@@ -188,18 +189,18 @@ def fit_map(
         extra = {"em_log_posterior": em_lp, "optimum": "map"}
         if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
             if em_lp > map_lp:
-                def climb_from_em():
-                    return _climb(fns, _unconstrained_start(model, em_fit), method, opts,
-                                  polish=polish, gtol=gtol, n_obs=n_obs,
-                                  progressbar=progressbar, scaled_ftol=scaled_ftol)
-
-                def polish_here(res, max_grad):
-                    return _polish(fns, fun, shapes, res, max_grad, gtol=gtol, n_obs=n_obs,
-                                   progressbar=progressbar)
-
-                res, max_grad, stages, polished, extra["optimum"] = _higher_mode(
-                    climb_from_em, polish_here if polish and clear_gap else None,
-                    res, max_grad, stages, polished)
+                em_res = _climb(fns, _unconstrained_start(model, em_fit), method, opts,
+                                polish=polish, gtol=gtol, n_obs=n_obs, progressbar=progressbar,
+                                scaled_ftol=scaled_ftol)
+                if -float(em_res[0].fun) > map_lp:
+                    res, max_grad, polished = em_res[0], em_res[1], em_res[3]
+                    stages += [{**st, "start": "em"} for st in em_res[2]]
+                    extra["optimum"] = "em"
+                elif polish and clear_gap:  # (not expected) the majority-vote mode stands
+                    res, max_grad, stage, polished = _polish(
+                        fns, fun, shapes, res, max_grad, gtol=gtol, n_obs=n_obs,
+                        progressbar=progressbar)
+                    stages += stage
             _warn_two_modes(map_lp, em_lp, extra["optimum"])
     fit = _map_tree(model, fns, res, shapes, max_grad, n_obs,
                     attrs=dict(polished=int(bool(polished)), stages=json.dumps(stages), **extra),
@@ -218,15 +219,12 @@ def _map_tree(model, fns, res, shapes, max_grad, n_obs, *, attrs, result_method)
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
     if max_grad > MAX_GRADIENT * n_obs:
-        warnings.warn(
+        warn(
             f"the MAP optimiser stopped without converging ({res.message}, largest gradient "
-            f"{max_grad:.2g} over {n_obs} observed items); try another start.",
-            UserWarning, stacklevel=3,
-        )
-    _check_boundary_mode(fns, res.x, shapes, stacklevel=4)
+            f"{max_grad:.2g} over {n_obs} observed items); try another start.")
+    _check_boundary_mode(fns, res.x, shapes)
     fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
-    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP",
-                        stacklevel=3)
+    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP")
     fit["optimizer_result"] = xr.DataTree(_result_dataset(res, result_method, fns, shapes))
     fit.attrs.update(log_posterior=-float(res.fun), max_gradient=max_grad, method="map",
                      **attrs)
@@ -247,28 +245,12 @@ def _optimiser_options(method: str, options: dict, ftol, gtol: float, n: int) ->
     return opts
 
 
-def _higher_mode(climb_from_em, polish_here, res, max_grad, stages, polished):
-    """EM's mode beat the optimiser's: climb from EM's point and keep that if it is higher
-    (else polish the optimiser's mode, when ``polish_here`` is given). Returns
-    (res, max_grad, stages, polished, "em" or "map")."""
-    em_res = climb_from_em()
-    if -float(em_res[0].fun) > -float(res.fun):
-        return (em_res[0], em_res[1], stages + [{**st, "start": "em"} for st in em_res[2]],
-                em_res[3], "em")
-    if polish_here is not None:  # (not expected) the majority-vote mode stands
-        res, max_grad, stage, polished = polish_here(res, max_grad)
-        stages = stages + stage
-    return res, max_grad, stages, polished, "map"
-
-
 def _warn_two_modes(map_lp: float, em_lp: float, optimum: str) -> None:
-    warnings.warn(
+    warn(
         f"from the majority-vote start the optimiser reached a mode with log posterior "
         f"{map_lp:.6f} and the family's EM one with {em_lp:.6f}: the posterior has "
         f"several modes. fit_map returns the higher ({optimum.upper()}'s); "
-        f"compare fits from other starts (fit_map(model, start=...)).",
-        UserWarning, stacklevel=3,
-    )
+        f"compare fits from other starts (fit_map(model, start=...)).")
 
 
 def laplace_fit(fit) -> xr.DataTree:
@@ -411,11 +393,10 @@ def _nuts_start(model, start, progressbar):
         # density is unbounded there, e.g. a centred hierarchical scale -> 0
         if not np.all(np.isfinite(x)) or (
                 map_fit.attrs["max_gradient"] > MAX_GRADIENT * _n_observed(model)):
-            warnings.warn(
+            warn(
                 "the posterior mode is degenerate (e.g. a centred hierarchical scale "
                 "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
-                "start=None to skip the MAP.", UserWarning, stacklevel=3,
-            )
+                "start=None to skip the MAP.")
             parts = _unconstrained_start(model, None)
         else:  # the optimiser's own point (no round trip through the constrained scale)
             parts = _compiled.split_vector(x, [np.shape(v) for v in
@@ -432,19 +413,17 @@ def _nuts_start(model, start, progressbar):
 def _warn_switched(switched: list, chains: int) -> None:
     """Warn on label-switched chains (all of them: the reference is the likely problem)."""
     if switched and len(switched) == chains and chains > 1:
-        warnings.warn(
+        warn(
             f"every chain ({switched}) disagrees with the reference fit's labels under "
             f"a relabelling: the chains agree with each other, so the reference (the "
             f"start: MAP, EM fit or dict) is the likely problem, not the chains; compare "
-            f"it with majority vote (start=None).", UserWarning, stacklevel=3,
-        )
+            f"it with majority vote (start=None).")
     elif switched:
-        warnings.warn(
+        warn(
             f"chain(s) {switched} sit in a label-switched mode (their most probable true "
             f"classes match a permutation of the MAP's labels better than the labels "
             f"themselves); drop them (idata.sel(chain=...)) or use stronger "
-            f"diagonal-favouring priors.", UserWarning, stacklevel=3,
-        )
+            f"diagonal-favouring priors.")
 
 
 def label_switched_chains(idata, reference) -> list[int]:

@@ -22,7 +22,6 @@ held-out items from their features.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ import pandas as pd
 import xarray as xr
 
 from crowd_models import _dims as D
+from crowd_models._text import warn
 from crowd_models.data import Annotations
 
 __all__ = [
@@ -324,9 +324,8 @@ def compare(fits, *, method: str = "stacking"):
                 f"(their items or the number of labels per item differ); LOO compares models "
                 f"of the same data only.")
     if set(kinds.values()) == {"composite"}:
-        warnings.warn(
+        warn(
             "comparing cumulative ordinal fits: their log-likelihood is "
             f"{_KIND_TEXT['composite']}, so the LOO differences are not predictive scores of "
-            "the labels; the latent ordinal variant has a proper likelihood.",
-            UserWarning, stacklevel=2)
+            "the labels; the latent ordinal variant has a proper likelihood.")
     return az.compare(dict(fits), method=method)

@@ -9,7 +9,7 @@ import xarray as xr
 
 import crowd_models as cm
 from crowd_models import Annotations, _trust
-from crowd_models.models import continuous, dawid_skene, two_coin
+from crowd_models.models import continuous, dawid_skene, ordinal, two_coin
 
 from .conftest import RADIOLOGISTS
 
@@ -38,6 +38,14 @@ def test_one_label_per_item_is_not_identifiable():
     values = continuous.simulate(np.full(4, 2.0), n_items=200, labels_per_item=1, rng=rng)
     with pytest.warns(UserWarning, match="every item has one label"):
         continuous.em(values)
+    # raised two families deep (cumulative ordinal's EM runs two-coin EMs), the warning
+    # still names the caller's line
+    levels = ordinal.simulate(variant="cumulative", sensitivity=[[0.9, 0.8]] * 4,
+                              specificity=[[0.8, 0.9]] * 4, n_items=200, labels_per_item=1,
+                              rng=rng)
+    with pytest.warns(UserWarning, match="every item has one label") as caught:
+        ordinal.em(levels)
+    assert {w.filename for w in caught if "one label" in str(w.message)} == {__file__}
     # two labels on some items: identified, no warning
     sim2 = two_coin.simulate(**RADIOLOGISTS, n_items=300, labels_per_item=2, rng=rng)
     with warnings.catch_warnings(record=True) as record:

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from crowd_models.models import (
     continuous,
@@ -63,13 +64,17 @@ def _models():
         yield "stacked_gaussian", stacked_gaussian.build_model(stacked, covariance=structure)
 
 
-def test_every_model_variable_is_in_the_vocabulary_with_its_dims():
+@pytest.fixture(scope="module")
+def models():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(_models())
+
+
+def test_every_model_variable_is_in_the_vocabulary_with_its_dims(models):
     rows = _table()
     assert len(rows) > 40
     checked = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        models = list(_models())
     for family, model in models:
         for var in model.free_RVs + model.deterministics + model.observed_RVs:
             dims = tuple(model.named_vars_to_dims.get(var.name) or ())
@@ -84,13 +89,10 @@ def test_every_model_variable_is_in_the_vocabulary_with_its_dims():
 
 
 
-def test_shared_names_keep_one_meaning():
+def test_shared_names_keep_one_meaning(models):
     """Names the families share mean one thing: ``prevalence`` is the truth's class
     shares (a scalar P(positive), or a vector over true_class), ``coef`` has the
     feature dim first, and every family observes ``item_labels`` per item."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        models = list(_models())
     seen = {"prevalence": set(), "coef": set(), "item_labels": set()}
     for family, model in models:
         dims = {v.name: tuple(model.named_vars_to_dims.get(v.name) or ())

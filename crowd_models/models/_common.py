@@ -500,11 +500,10 @@ def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None
     coords[D.DRAW] = [0]
     ds = xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
     family = str(ds.attrs.get("family", "the")).replace("_", "-")
-    # stacklevel 3: the warnings point at the caller of the family's em
-    _trust.check_converged(ds.attrs, family, stacklevel=3)
+    _trust.check_converged(ds.attrs, family)
     if supports:
-        _trust.check_boundary(params, supports, f"the {family} EM", stacklevel=3)
-    _trust.check_chance(ds, annotations.n_labels(), what=f"the {family} EM", stacklevel=3)
+        _trust.check_boundary(params, supports, f"the {family} EM")
+    _trust.check_chance(ds, annotations.n_labels(), what=f"the {family} EM")
     return ds
 
 

@@ -41,13 +41,14 @@ conjugate-style prior, see :func:`fit_edda`).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
+
+from crowd_models._text import warn
 
 __all__ = ["STRUCTURES", "EddaFit", "EddaSingularError", "fit_edda", "select_edda", "n_cov_params"]
 
@@ -408,11 +409,9 @@ def fit_edda(
                                                           max_iter, ctx)
     _check_covariances(Sigma, ctx, d)
     if not converged:
-        warnings.warn(
+        warn(
             f"{covariance}: the iterative fit did not converge in max_iter={max_iter} sweeps "
-            f"(fit.converged is False); increase max_iter or use a closed-form structure.",
-            UserWarning, stacklevel=2,
-        )
+            f"(fit.converged is False); increase max_iter or use a closed-form structure.")
 
     tau = n_g / n_g.sum()
     ld = _log_density(X, tau, means, Sigma)

@@ -93,7 +93,6 @@ One module, three views: :func:`build_model` (PyMC), :func:`em`
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from functools import partial
 
@@ -107,7 +106,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from crowd_models import _dims as D
-from crowd_models._text import listing
+from crowd_models._text import listing, warn
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.inference import posterior_of
@@ -748,15 +747,13 @@ def em(
     prob, raw = class_probabilities(exceed)
     neg = raw < -NEGATIVE_TOL
     if neg.any():
-        warnings.warn(
+        warn(
             f"the cumulative ordinal model's class probabilities went negative for "
             f"{int(neg.any(axis=1).sum())} of {len(neg)} items ({int(neg.sum())} cells): its "
             f"K - 1 binary problems are fitted separately, so P(level > c) need not decrease "
             f"in c. Those rows were clipped at zero and renormalised (attrs['repair']), so "
             f"their item_class_prob is a repair, not a model probability; "
-            f"variant='latent' is the coherent model of the levels.",
-            UserWarning, stacklevel=2,
-        )
+            f"variant='latent' is the coherent model of the levels.")
     extra = {name: ((D.ANNOTATOR, D.THRESHOLD), stacked(name, -1)) for name in (
         "sensitivity_alpha", "sensitivity_beta", "specificity_alpha", "specificity_beta")}
     extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())

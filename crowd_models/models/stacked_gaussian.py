@@ -62,6 +62,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from crowd_models import _dims as D
+from crowd_models._text import warn
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 from crowd_models.models import edda
@@ -479,10 +480,10 @@ def _iterated_weights(ann, strategy, base_fits, covariance, max_iter, start_scor
         scores = new
         seen.append(scores)
     if not converged:
-        warnings.warn(
+        warn(
             f"{strategy}: the scores did not settle ("
             + (f"they cycle with period {cycle}" if cycle else f"max_iter={max_iter} reached")
-            + "); the weights are those of the last iteration.", UserWarning, stacklevel=3)
+            + "); the weights are those of the last iteration.")
     return _result(ann, scores, strategy, n_iter=n_iter, converged=int(converged),
                    cycle=cycle or None)
 

@@ -112,10 +112,11 @@ def plot_forest(fits, var_names="sensitivity", *, ci_prob: float = 0.9, **kwargs
     import arviz_plots as azp
 
     ci_prob = check_ci_prob(ci_prob)
-    trees = forest_draws(fits, var_names)
+    names = _names(var_names)
+    trees = forest_draws(fits, names)
     kwargs.setdefault("backend", "matplotlib")
     data = trees if len(trees) > 1 else next(iter(trees.values()))
-    pc = azp.plot_forest(data, var_names=_names(var_names), combined=True, ci_kind="eti",
+    pc = azp.plot_forest(data, var_names=names, combined=True, ci_kind="eti",
                          ci_probs=(0.5, ci_prob), point_estimate="mean", **kwargs)
     if len(trees) > 1:
         pc.add_legend("model")
