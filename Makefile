@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test test-fast validate lint benchmark case-studies mutate clean
+.PHONY: demo test test-fast validate lint benchmark case-studies examples mutate clean
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
@@ -33,6 +33,11 @@ benchmark: .venv/.synced
 
 case-studies: .venv/.synced
 	for script in case_studies/[!_]*.py; do $(UV) run --no-sync python $$script || exit 1; done
+
+# runs the Example of every public function's docstring (about 6 minutes); the
+# suite checks only that each exists, parses and defines the names it uses
+examples: .venv/.synced
+	$(UV) run --no-sync python tools/examples.py $(EXAMPLES_ARGS)
 
 # mutation testing of the core (not part of `make test`): plants small bugs in the
 # functions listed in tools/mutate.py, runs their fast tests, prints the survivors.

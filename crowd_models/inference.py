@@ -261,8 +261,9 @@ def laplace_fit(fit) -> xr.DataTree:
     Example
     -------
     >>> from crowd_models.inference import laplace_fit
-    >>> fit = cm.fit_map(model, laplace=True)
-    >>> cm.report.annotator_summary(laplace_fit(fit))
+    >>> from crowd_models.models import two_coin
+    >>> fit = cm.fit_map(two_coin.build_model(cm.datasets.load_rte()), laplace=True)
+    >>> cm.report.annotator_summary(laplace_fit(fit)).head()
     """
     if not has_laplace(fit):
         raise ValueError("laplace_fit needs a fit from fit_map(model, laplace=True) (a "
@@ -433,8 +434,10 @@ def label_switched_chains(idata, reference) -> list[int]:
     Example
     -------
     >>> from crowd_models.inference import label_switched_chains
-    >>> idata = cm.sample(model, start=None)
-    >>> label_switched_chains(idata, cm.fit_map(model))
+    >>> from crowd_models.models import two_coin
+    >>> model = two_coin.build_model(cm.datasets.load_rte())
+    >>> idata = cm.sample(model, draws=300, tune=300, chains=2, start=None)
+    >>> label_switched_chains(idata, cm.fit_map(model))  # chains in the mirrored mode
     """
     post = posterior_of(idata)
     ref = posterior_of(reference)["item_class_prob"]

@@ -86,7 +86,11 @@ def disagreement(prediction, annotations: Annotations) -> float:
     Example
     -------
     >>> from crowd_models import selection
-    >>> selection.disagreement(predicted_classes, test_annotations)
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> train, test = selection.split_items(ann, rng=0)
+    >>> prob = feature_accuracy.predict(feature_accuracy.em(train), test.features)
+    >>> selection.disagreement(prob > 0.5, test)
     """
     _check(annotations)
     z = _hard(prediction, annotations)
@@ -95,7 +99,13 @@ def disagreement(prediction, annotations: Annotations) -> float:
 
 def expected_disagreement(risk, error_rate):
     """(1 - 2 eps) R + eps: the disagreement expected from risk R when the
-    annotators err with average rate eps independently of the classifier."""
+    annotators err with average rate eps independently of the classifier.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> selection.expected_disagreement(risk=0.1, error_rate=0.2)  # 0.6 * 0.1 + 0.2
+    """
     risk = np.asarray(risk, dtype=float)
     eps = np.mean(error_rate)
     return (1 - 2 * eps) * risk + eps
@@ -107,7 +117,14 @@ def _by_items(annotations: Annotations, keep: np.ndarray) -> Annotations:
 
 def split_items(annotations: Annotations, test_fraction: float = 0.3, *, rng=None):
     """(train, test) Annotations with disjoint random items; every label of an
-    item goes with it. Features and gold follow the items."""
+    item goes with it. Features and gold follow the items.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> train, test = selection.split_items(cm.datasets.load_rte(), test_fraction=0.3, rng=0)
+    >>> train.n_items, test.n_items
+    """
     _check(annotations)
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}.")
@@ -122,7 +139,14 @@ def split_items(annotations: Annotations, test_fraction: float = 0.3, *, rng=Non
 
 
 def kfold_items(annotations: Annotations, n_folds: int = 5, *, rng=None):
-    """List of (train, held-out) Annotations over ``n_folds`` random item folds."""
+    """List of (train, held-out) Annotations over ``n_folds`` random item folds.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> folds = selection.kfold_items(cm.datasets.load_rte(), n_folds=5, rng=0)
+    >>> [held_out.n_items for _, held_out in folds]
+    """
     _check(annotations)
     n = annotations.n_items
     if not 2 <= int(n_folds) <= n:
@@ -140,7 +164,16 @@ def cv_disagreement(annotations: Annotations, fit_predict: Callable, *, n_folds:
     """K-fold S_hat of any classifier: ``fit_predict(train, test_features)`` fits on
     the training Annotations and returns predictions for the held-out items
     (class codes, (item, class) or P(positive)); the score pools the held-out
-    labels of all folds."""
+    labels of all folds.
+
+    Example
+    -------
+    >>> from crowd_models import selection
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> fit_predict = lambda train, x: feature_accuracy.predict(feature_accuracy.em(train), x)
+    >>> selection.cv_disagreement(ann, fit_predict, n_folds=5, rng=0)
+    """
     _check(annotations)
     wrong = total = 0
     for train, test in kfold_items(annotations, n_folds, rng=rng):
@@ -296,7 +329,12 @@ def compare(fits, *, method: str = "stacking"):
 
     Examples
     --------
-    >>> table = compare({"two-coin": nuts_two_coin, "dawid-skene": nuts_ds})
+    >>> from crowd_models.models import dawid_skene, two_coin
+    >>> from crowd_models.selection import compare
+    >>> ann = cm.datasets.load_rte()
+    >>> fits = {"two-coin": cm.sample(two_coin.build_model(ann), draws=300, chains=2),
+    ...         "dawid-skene": cm.sample(dawid_skene.build_model(ann), draws=300, chains=2)}
+    >>> table = compare(fits)
     """
     import arviz as az
 

@@ -212,6 +212,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the command line ``crowd-models ARGV...`` (default ``sys.argv[1:]``).
+
+    Returns the exit status: 0 on success, 2 for bad input and 1 when the
+    report cannot be written, each error a one-line message on stderr, never a
+    traceback.
+
+    Example
+    -------
+    >>> from crowd_models.cli import main
+    >>> main(["fit", "labels.csv", "--model", "dawid-skene", "--out", "report"])  # doctest: +SKIP
+    >>> main(["demo", "--quick", "--out", "demo_report", "--force"])
+    """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
         args = _parser().parse_args(argv)

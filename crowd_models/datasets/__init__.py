@@ -468,7 +468,7 @@ def load_gi_lesions_split(k: int, task: str = "3class", run: str = "table7") -> 
 
     Example
     -------
-    >>> split = cm.datasets.load_gi_lesions_split(0)
+    >>> split = cm.datasets.load_gi_lesions_split(1)
     >>> split["train"]
     """
     if isinstance(k, bool) or not isinstance(k, (int,)) or not 1 <= k <= 50:

@@ -338,6 +338,15 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
     per item, with ``r_ij = y_ij - bias_j - s_j (coef . x_i + intercept)``,
     ``A_i = gamma + sum_j s_j^2 tau_j`` over the item's labels (repeats
     counted) and ``s_j`` the annotator's ``scale`` (1 without).
+
+    Example
+    -------
+    >>> from crowd_models.models import continuous
+    >>> ann = cm.datasets.load_affect("anger")
+    >>> fit = continuous.em(ann)
+    >>> value = lambda name: fit[name].values[0, 0]
+    >>> parts = [value(name) for name in ("precision", "truth_precision", "intercept")]
+    >>> continuous.item_log_marginal(ann, *parts).sum()
     """
     _require_continuous(annotations)
     params = {"precision": np.broadcast_to(np.asarray(precision, dtype=float),
@@ -788,6 +797,7 @@ def em(
 
     Example
     -------
+    >>> from crowd_models.models import continuous
     >>> fit = continuous.em(cm.datasets.load_affect("anger"), bias=True)
     >>> cm.report.annotator_summary(fit)
     """
@@ -915,6 +925,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import continuous
     >>> ann = continuous.simulate([4.0, 1.0, 0.25], bias=[0.3, 0.0, -0.3], n_items=200, rng=0)
     """
     rng = np.random.default_rng(rng)

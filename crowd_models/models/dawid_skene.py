@@ -435,6 +435,7 @@ def em(
 
     Example
     -------
+    >>> from crowd_models.models import dawid_skene
     >>> fit = dawid_skene.em(cm.datasets.load_dog())
     >>> fit["confusion"].sel(annotator=fit["annotator"][0])
     """
@@ -511,6 +512,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import dawid_skene
     >>> conf = [[[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]] * 4
     >>> ann = dawid_skene.simulate(conf, n_items=300, rng=0)
     """

@@ -296,7 +296,13 @@ def _check_structure(covariance):
 
 
 def n_cov_params(covariance: str, d: int, G: int) -> int:
-    """Free covariance parameters of a structure (mclust's ``nVarParams``)."""
+    """Free covariance parameters of a structure (mclust's ``nVarParams``).
+
+    Example
+    -------
+    >>> from crowd_models.models import edda
+    >>> edda.n_cov_params("VVV", d=5, G=3)  # three full 5 x 5 covariances: 3 * 15
+    """
     covariance = _check_structure(covariance)
     rot = d * (d - 1) // 2
     return {
@@ -368,6 +374,13 @@ def fit_edda(
         structure, an empty class; :class:`EddaSingularError` (a ValueError) when
         the covariance is singular for this structure (names the class).
     TypeError : non-numeric features, both or neither of y and weights.
+
+    Example
+    -------
+    >>> from crowd_models.models import edda, stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> fit = edda.fit_edda(ann.features, ann.gold_series(), covariance="VEV")
+    >>> fit.predict_proba(ann.features)[:3]
     """
     covariance = _check_structure(covariance)
     X, names = _as_features(X)
@@ -440,6 +453,13 @@ def select_edda(
     n_iter and reason; a structure whose covariance is singular gets NaN and the
     reason. Keyword arguments go to :func:`fit_edda`. Input errors (NaN features,
     bad labels) are raised, not tabulated.
+
+    Example
+    -------
+    >>> from crowd_models.models import edda, stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> best, table = edda.select_edda(ann.features, ann.gold_series())
+    >>> table.sort_values("bic", ascending=False).head()
     """
     if isinstance(structures, str):
         structures = [structures]

@@ -541,6 +541,7 @@ def em(
 
     Example
     -------
+    >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> fit = feature_accuracy.em(ann, penalty=2.0)
     >>> fit.attrs["n_nonzero_coef"]
@@ -580,7 +581,14 @@ def em(
 def predict(fit, features) -> np.ndarray:
     """P(truth positive | x) from a fitted classifier (EM Dataset, MAP/NUTS
     DataTree, or a baseline from :func:`lasso_majority_vote`), averaged over
-    the fit's draws. ``features``: (item, feature) in the fit's feature order."""
+    the fit's draws. ``features``: (item, feature) in the fit's feature order.
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> prob = feature_accuracy.predict(feature_accuracy.em(ann, penalty=2.0), ann.features)
+    """
     post = posterior_of(fit)
     if "coef" not in post or "intercept" not in post:
         raise ValueError("this fit has no classifier (no coef and intercept).")
@@ -592,7 +600,15 @@ def predict(fit, features) -> np.ndarray:
 
 def annotator_error(fit, features) -> np.ndarray:
     """(item, annotator) probability that each annotator mislabels each item,
-    P(Y_ik != Z_i | x_i), averaged over the fit's draws."""
+    P(Y_ik != Z_i | x_i), averaged over the fit's draws.
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> fit = feature_accuracy.em(ann, penalty=2.0)
+    >>> feature_accuracy.annotator_error(fit, ann.features).mean(axis=0)
+    """
     post = posterior_of(fit)
     gamma = post["accuracy_coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
         D.FEATURE, "sample").values
@@ -635,6 +651,12 @@ def annotator_summary(fit, *, annotations: Annotations | None = None,
 
     ``annotations``: the data the fit was made on; needed for an EM fit (a
     MAP or NUTS fit carries the features in ``constant_data``).
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> feature_accuracy.annotator_summary(feature_accuracy.em(ann, penalty=2.0), annotations=ann)
     """
     from scipy import sparse
 
@@ -681,6 +703,13 @@ def align_signs(fit, annotations: Annotations):
     item posterior); chains that agree better when mirrored are flipped:
     coefficients negated, ``_pos``/``_neg`` parts swapped, ``item_class_prob``
     reversed. Returns a new DataTree with ``attrs["flipped_chains"]``.
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(200, n_annotators=4, n_features=2, rng=0)
+    >>> idata = cm.sample(feature_accuracy.build_model(ann), draws=200, tune=200, chains=2)
+    >>> feature_accuracy.align_signs(idata, ann).attrs["flipped_chains"]
     """
     if not isinstance(fit, xr.DataTree):
         raise TypeError(f"align_signs expects a DataTree from fit_map/sample, got "
@@ -746,6 +775,13 @@ def lasso_majority_vote(annotations: Annotations, *, penalty=DEFAULT_PRIORS["pen
 
     Returns a Dataset with ``intercept`` and ``coef`` (chain=1, draw=1), usable
     with :func:`predict` and :func:`crowd_models.selection.select_penalty`.
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> baseline = feature_accuracy.lasso_majority_vote(ann, penalty=2.0)
+    >>> feature_accuracy.predict(baseline, ann.features)[:5]
     """
     _check_annotations(annotations)
     target = majority_vote(annotations, hard=True, ties="split").values[:, 1]
@@ -756,7 +792,15 @@ def lasso_majority_vote(annotations: Annotations, *, penalty=DEFAULT_PRIORS["pen
 def lasso_gold(annotations: Annotations, *, penalty=DEFAULT_PRIORS["penalty"],
                intercept_precision=DEFAULT_PRIORS["intercept_precision"]):
     """Oracle baseline: L1 logistic regression on the gold labels (items with
-    gold only), same penalty scaling as :func:`em`."""
+    gold only), same penalty scaling as :func:`em`.
+
+    Example
+    -------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> oracle = feature_accuracy.lasso_gold(ann, penalty=2.0)
+    >>> oracle["coef"].values.ravel()
+    """
     _check_annotations(annotations)
     if not annotations.has_gold:
         raise ValueError("lasso_gold needs gold labels (Annotations(..., gold=...)).")
@@ -804,6 +848,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, mechanism="model", rng=0)
     """
     rng = np.random.default_rng(rng)

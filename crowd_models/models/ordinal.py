@@ -193,13 +193,26 @@ def _require_ordinal(annotations, family: str) -> None:
 
 def threshold_names(annotations: Annotations) -> list[str]:
     """Coordinates of the ``threshold`` dim: ``">1"``, ``">2"``, ... ``">K-1"``
-    (threshold c asks "is the level above c?")."""
+    (threshold c asks "is the level above c?").
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> ordinal.threshold_names(cm.datasets.load_anesthesia())  # four levels
+    """
     return [f">{c}" for c in annotations.classes[:-1]]
 
 
 def binary_annotations(annotations: Annotations, threshold: int) -> Annotations:
     """The binary problem "label > classes[threshold]" (threshold = 0..K-2) as two-coin
-    Annotations with classes [0, 1]; gold is derived likewise."""
+    Annotations with classes [0, 1]; gold is derived likewise.
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> above_two = ordinal.binary_annotations(cm.datasets.load_anesthesia(), threshold=1)
+    >>> above_two.class_counts()
+    """
     gold = None
     if annotations.gold is not None:
         gold = np.where(annotations.gold < 0, -1, (annotations.gold > threshold).astype(int))
@@ -331,6 +344,13 @@ def class_probabilities(exceed_prob) -> tuple[np.ndarray, np.ndarray]:
     ``raw[..., c] = P(level > c - 1) - P(level > c)`` (with P(level > 0) = 1
     and P(level > K) = 0); each row sums to one but may hold negative entries.
     The repair rule clips them at zero and renormalises the row.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> repaired, raw = ordinal.class_probabilities(np.array([[0.9, 0.95, 0.2]]))
+    >>> raw  # P(level > 1) < P(level > 2): the second class gets -0.05, repaired to 0
     """
     raw = _survival_to_classes(np.asarray(exceed_prob, dtype=float))
     clipped = np.clip(raw, 0.0, None)
@@ -356,6 +376,11 @@ def negative_differences(fit) -> dict:
     over draws and divided by the number of draws), ``n_items`` (items with
     at least one, likewise per draw), ``share_items`` (n_items / items) and
     ``most_negative`` (the smallest raw difference seen).
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> ordinal.negative_differences(ordinal.em(cm.datasets.load_anesthesia()))
     """
     post = posterior_of(fit)
     if "exceed_prob" not in post:
@@ -476,7 +501,13 @@ def _latent_log_confusion_pt(bias, noise, cuts, locs, link):
 
 def level_locations(level_spacing) -> np.ndarray:
     """The true levels' locations 0 = loc[0] < ... < loc[K-1] = K - 1 from the
-    (K-1,) simplex ``level_spacing``; the cut points are their midpoints."""
+    (K-1,) simplex ``level_spacing``; the cut points are their midpoints.
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> ordinal.level_locations([0.5, 0.25, 0.25])  # four levels at 0, 1.5, 2.25, 3
+    """
     spacing = np.asarray(level_spacing, dtype=float)
     return (len(spacing)) * np.concatenate([[0.0], np.cumsum(spacing)])
 
@@ -485,14 +516,28 @@ def own_cutpoints(cutpoints, log_width_ratio, xp=np):
     """(annotator, threshold) cut points from the shared ``cutpoints`` (threshold)
     and ``log_width_ratio`` (annotator, K - 2): the interior levels' intervals
     widened by exp(ratio), the whole centred on the shared cut points' mean.
-    ``xp`` is ``numpy`` or ``pytensor.tensor``."""
+    ``xp`` is ``numpy`` or ``pytensor.tensor``.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> ordinal.own_cutpoints(np.array([0.5, 1.5, 2.5]), np.array([[0.0, 0.0], [0.5, 0.5]]))
+    """
     widths = (cutpoints[1:] - cutpoints[:-1])[None, :] * xp.exp(log_width_ratio)
     own = xp.concatenate([xp.zeros_like(widths[:, :1]), xp.cumsum(widths, axis=1)], axis=1)
     return own - xp.mean(own, axis=1, keepdims=True) + xp.mean(cutpoints)
 
 
 def latent_confusion(bias, noise, level_spacing, *, link="logit", log_width_ratio=None):
-    """NumPy: the latent variant's (annotator, true_class, label_class) confusion."""
+    """NumPy: the latent variant's (annotator, true_class, label_class) confusion.
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> conf = ordinal.latent_confusion([0.0, 0.5], [0.3, 0.8], [1 / 3, 1 / 3, 1 / 3])
+    >>> conf[1].round(2)  # the second annotator: biased upwards and noisier
+    """
     bias = np.asarray(bias, dtype=float)
     noise = np.asarray(noise, dtype=float)
     locs = level_locations(level_spacing)
@@ -717,6 +762,7 @@ def em(
 
     Example
     -------
+    >>> from crowd_models.models import ordinal
     >>> fit = ordinal.em(cm.datasets.load_anesthesia())
     >>> cm.report.annotator_summary(fit)
     """
@@ -896,6 +942,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import ordinal
     >>> ann = ordinal.simulate(bias=[0.5, -0.3, 0.0], noise=[0.4, 0.8, 0.6], n_classes=4,
     ...                        n_items=200, rng=0)
     """

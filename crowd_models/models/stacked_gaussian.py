@@ -200,6 +200,13 @@ def fit_base_learners(annotations: Annotations, covariance: str = "EEE", **edda_
     keeps the covariances of small classes non-singular: with flat ML, VVV
     needs more labelled items than features in every class of every annotator
     and raises an error naming the annotator and class otherwise).
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> base = stacked_gaussian.fit_base_learners(ann, covariance="EEE")
+    >>> sorted(base)
     """
     _require(annotations)
     _check_structure(covariance)
@@ -256,6 +263,15 @@ def stack(base_fits, weights, classes=None) -> GaussianClassifier:
     ``base_fits``: ``{annotator: fit}`` (from :func:`fit_base_learners`) or a
     sequence of fits; ``weights``: array, Series/dict by annotator, or the
     Dataset of :func:`annotator_weights`.
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> base = stacked_gaussian.fit_base_learners(ann)
+    >>> weights = stacked_gaussian.annotator_weights(ann, "MV", base_fits=base)
+    >>> ensemble = stacked_gaussian.stack(base, weights)
+    >>> ensemble.predict(ann.features)[:10]
     """
     if isinstance(base_fits, Mapping):
         names = list(base_fits)
@@ -363,6 +379,12 @@ def annotator_weights(
     xarray.Dataset with ``weights`` and ``scores`` (annotator); attrs
     ``strategy`` and, for the iterative strategies, ``n_iter`` and
     ``converged``; ``gold_items`` lists the items PGT used.
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> stacked_gaussian.annotator_weights(ann, "ItAlg1")["weights"].to_series()
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r} is not one of {', '.join(STRATEGIES)}.")
@@ -493,6 +515,13 @@ def fit_ensemble(annotations: Annotations, strategy: str = "MV", covariance: str
     """Base learners, weights and their stack in one call.
 
     Returns ``(ensemble, weights_dataset, base_fits)``.
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> ensemble, weights, base = stacked_gaussian.fit_ensemble(ann, "MV", covariance="EEE")
+    >>> ensemble.predict_proba(ann.features)[:3]
     """
     fits = fit_base_learners(annotations, covariance)
     weights = annotator_weights(annotations, strategy, base_fits=fits, covariance=covariance,
@@ -507,7 +536,15 @@ def bootstrap_weights(annotations: Annotations, strategy: str = "MV", *, n_boot:
     DataArray. ``(b.sel(annotator=a) > b.sel(annotator=c)).mean()`` says how
     often annotator a outweighs c. Resamples whose weights are undefined (all
     scores 0) or whose base learners cannot be fitted are skipped (count in
-    ``attrs["n_failed"]``)."""
+    ``attrs["n_failed"]``).
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> boot = stacked_gaussian.bootstrap_weights(ann, "MV", n_boot=50, rng=0)
+    >>> boot.quantile([0.05, 0.95], dim="bootstrap")
+    """
     _require(annotations) if strategy in ("ItAlg1", "ItAlg2") else C.require_categorical(
         annotations, "bootstrap_weights")
     rng = np.random.default_rng(rng)
@@ -827,7 +864,16 @@ def _start_values(start, covariance, M, G, d):
 # ------------------------------------------------------ stacking posteriors
 def base_learners_from_posterior(fit, annotations: Annotations) -> dict:
     """``{annotator: GaussianClassifier}`` from a MAP fit (chain=1, draw=1) or
-    the posterior mean of a NUTS fit of :func:`build_model`."""
+    the posterior mean of a NUTS fit of :func:`build_model`.
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> fit = cm.fit_map(stacked_gaussian.build_model(ann, covariance="EEE"))
+    >>> base = stacked_gaussian.base_learners_from_posterior(fit, ann)
+    >>> base[ann.annotators[0]].means
+    """
     from crowd_models.inference import posterior_of
 
     post = posterior_of(fit)
@@ -849,7 +895,18 @@ def stack_posterior(fit, weights, X, *, classes=None, max_draws: int | None = No
     ``sample`` for the posterior predictive probabilities; its spread is the
     parameters' uncertainty. ``weights`` are fixed (e.g. from
     :func:`annotator_weights`), or a (sample, annotator) array to propagate
-    the weights' own uncertainty (e.g. bootstrap weights, cycled)."""
+    the weights' own uncertainty (e.g. bootstrap weights, cycled).
+
+    Example
+    -------
+    >>> from crowd_models.models import stacked_gaussian
+    >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
+    >>> model = stacked_gaussian.build_model(ann, covariance="EEE")
+    >>> idata = cm.sample(model, draws=200, tune=200, chains=2)
+    >>> weights = stacked_gaussian.annotator_weights(ann, "MV")
+    >>> prob = stacked_gaussian.stack_posterior(idata, weights, ann.features, max_draws=100, rng=0)
+    >>> prob.mean("sample")[:3]
+    """
     from crowd_models.inference import posterior_of
 
     post = posterior_of(fit).stack(sample=(D.CHAIN, D.DRAW))
@@ -914,6 +971,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(2, n_items=300, n_experts=2, n_novices=3, rng=0)
     """
     rng = np.random.default_rng(rng)

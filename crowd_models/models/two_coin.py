@@ -262,7 +262,8 @@ def parse_priors(annotations: Annotations, **priors) -> dict:
 
     Examples
     --------
-    >>> parse_priors(ann, sensitivity_prior=(5, 2))["sens"]
+    >>> from crowd_models.models.two_coin import parse_priors
+    >>> parse_priors(cm.datasets.load_rte(), sensitivity_prior=(5, 2))["sens"][:3]
     """
     return _priors(annotations, **{**DEFAULT_PRIORS, **priors})
 
@@ -285,7 +286,8 @@ def majority_vote_start(annotations: Annotations, **priors) -> dict:
 
     Examples
     --------
-    >>> majority_vote_start(ann)["sensitivity"]
+    >>> from crowd_models.models.two_coin import majority_vote_start
+    >>> majority_vote_start(cm.datasets.load_rte())["sensitivity"][:5]
     """
     return _start(annotations, parse_priors(annotations, **priors))
 
@@ -419,6 +421,7 @@ def em(
 
     Example
     -------
+    >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> cm.report.annotator_summary(fit).head()
     """
@@ -456,6 +459,12 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     Returns the no-feature EM fit with ``coef`` and ``intercept`` added (fitted
     with ``coef_precision``/``intercept_precision``); ``positive`` as in
     :func:`build_model`.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> two_coin.decoupled(ann)["coef"].values.ravel()
     """
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     if annotations.features is None:
@@ -477,6 +486,12 @@ def predict(fit, features) -> np.ndarray:
 
     ``fit``: an EM Dataset or a MAP/NUTS DataTree with ``coef`` and ``intercept``;
     ``features``: (item, feature) array or DataFrame in the fit's feature order.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> two_coin.predict(two_coin.em(ann), ann.features)[:5]
     """
     post = fit.posterior.to_dataset() if hasattr(fit, "posterior") else fit
     if "coef" not in post:
@@ -517,6 +532,7 @@ def simulate(
 
     Example
     -------
+    >>> from crowd_models.models import two_coin
     >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.85, 0.8, 0.75], n_items=500, rng=0)
     >>> ann.truth["sensitivity"].values
     """

@@ -72,7 +72,10 @@ def forest_draws(fits, var_names, *, n_draws: int = MC_DRAWS) -> dict[str, xr.Da
 
     Example
     -------
-    >>> trees = cm.report.forest_draws({"EM": em_fit, "NUTS": idata}, "sensitivity")
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> map_fit = cm.fit_map(two_coin.build_model(ann), laplace=True)
+    >>> trees = cm.report.forest_draws({"EM": two_coin.em(ann), "MAP": map_fit}, "sensitivity")
     """
     fits = fits if isinstance(fits, dict) else {"fit": fits}
     if not fits:
@@ -107,7 +110,10 @@ def plot_forest(fits, var_names="sensitivity", *, ci_prob: float = 0.9, **kwargs
 
     Example
     -------
-    >>> pc = cm.report.plot_forest({"EM": em_fit, "NUTS": idata}, "sensitivity")
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> map_fit = cm.fit_map(two_coin.build_model(ann), laplace=True)
+    >>> pc = cm.report.plot_forest({"EM": two_coin.em(ann), "MAP": map_fit}, "sensitivity")
     """
     import arviz_plots as azp
 

@@ -13,6 +13,7 @@ from crowd_models._fits import (
     MC_SEED,
     SAMPLE_DIMS,
     check_ci_prob,
+    equal_tailed,
     labels_per_annotator,
 )
 from crowd_models.inference import posterior_of
@@ -62,13 +63,12 @@ def _monte_carlo_mixture(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
                          ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
     """Interval of a weighted sum over annotators of independent Beta cells."""
     rng = np.random.default_rng(MC_SEED)
-    tail = (1 - ci_prob) / 2
     K = a.shape[1]
     lower, upper = np.empty((K, K)), np.empty((K, K))
     for k in range(K):
         for m in range(K):
             draws = rng.beta(a[:, k, m], b[:, k, m], size=(MC_DRAWS, a.shape[0])) @ weights
-            lower[k, m], upper[k, m] = np.quantile(draws, [tail, 1 - tail])
+            lower[k, m], upper[k, m] = equal_tailed(draws, ci_prob)
     return lower, upper
 
 
@@ -115,7 +115,7 @@ def _confusion_cells(fit, annotator, ci_prob: float):
             interval = _monte_carlo_mixture(a, b, weights, ci_prob)
 
     if len(cells) > 1:
-        interval = (np.quantile(cells, tail, axis=0), np.quantile(cells, 1 - tail, axis=0))
+        interval = equal_tailed(cells, ci_prob)
     if interval is None:
         interval = (np.full(cells.shape[1:], np.nan), np.full(cells.shape[1:], np.nan))
     return cells.mean(axis=0), interval[0], interval[1], _class_names(conf), title

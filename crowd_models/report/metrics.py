@@ -137,6 +137,9 @@ def plot_roc(curves: Mapping, ax=None):
 
     Example
     -------
+    >>> from crowd_models.models import two_coin
+    >>> ann = cm.datasets.load_rte()
+    >>> prob = two_coin.em(ann)["item_class_prob"].values[0, 0, :, 1]
     >>> ax = cm.report.plot_roc({"two-coin": (prob, ann.gold)})
     """
     import matplotlib.pyplot as plt
@@ -231,7 +234,10 @@ def soft_confusion(predicted, item_class_prob) -> dict[str, float]:
 
     Example
     -------
-    >>> cm.report.soft_confusion(predicted, fit["item_class_prob"].values[0, 0, :, 1])
+    >>> from crowd_models.models import two_coin
+    >>> fit = two_coin.em(cm.datasets.load_rte())
+    >>> prob = fit["item_class_prob"].values[0, 0, :, 1]
+    >>> cm.report.soft_confusion(prob > 0.5, prob)
     """
     items = None
     if isinstance(item_class_prob, xr.DataArray | xr.Dataset | xr.DataTree):
@@ -417,7 +423,10 @@ def with_gold_columns(table: pd.DataFrame, annotations: Annotations) -> pd.DataF
 
     Examples
     --------
-    >>> with_gold_columns(annotator_summary(fit), ann)
+    >>> from crowd_models.models import two_coin
+    >>> from crowd_models.report import annotator_summary, with_gold_columns
+    >>> ann = cm.datasets.load_rte()
+    >>> with_gold_columns(annotator_summary(two_coin.em(ann)), ann).head()
     """
     if not isinstance(annotations, Annotations) or not annotations.has_gold:
         raise ValueError("with_gold_columns needs the fitted Annotations with gold labels "
@@ -469,7 +478,10 @@ def gold_confusion(items: pd.DataFrame, annotations: Annotations) -> pd.DataFram
 
     Examples
     --------
-    >>> gold_confusion(item_table(fit, ann), ann)
+    >>> from crowd_models.models import dawid_skene
+    >>> from crowd_models.report import gold_confusion, item_table
+    >>> ann = cm.datasets.load_dog()
+    >>> gold_confusion(item_table(dawid_skene.em(ann), ann), ann)
     """
     if not isinstance(annotations, Annotations) or not annotations.has_gold or (
             annotations.continuous):

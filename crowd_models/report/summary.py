@@ -16,6 +16,7 @@ from crowd_models._fits import (
     annotator_vector,
     check_ci_prob,
     draw_matrix,
+    equal_tailed,
     has_laplace,
     is_annotator_measure,
     item_draws,
@@ -514,6 +515,10 @@ def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> 
 
     Examples
     --------
+    >>> from crowd_models.models import continuous
+    >>> from crowd_models.report import annotator_summary, conditional_intervals
+    >>> ann = cm.datasets.load_affect("anger")
+    >>> map_fit = cm.fit_map(continuous.build_model(ann), laplace=True)
     >>> table = conditional_intervals(annotator_summary(map_fit), continuous.em(ann))
     """
     ci_prob = check_ci_prob(ci_prob)
@@ -560,10 +565,12 @@ def coefficient_table(fit, ci_prob: float = 0.9) -> pd.DataFrame | None:
 
     Examples
     --------
-    >>> coefficient_table(two_coin.em(ann_with_features))
+    >>> from crowd_models.models import two_coin
+    >>> from crowd_models.report import coefficient_table
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> coefficient_table(two_coin.em(ann))
     """
     ci_prob = check_ci_prob(ci_prob)
-    tail = (1 - ci_prob) / 2
     post = posterior_of(fit)
     names = [n for n in post.data_vars
              if set(post[n].dims) - set(SAMPLE_DIMS) == {D.FEATURE}
@@ -575,8 +582,7 @@ def coefficient_table(fit, ci_prob: float = 0.9) -> pd.DataFrame | None:
         draws = draw_matrix(post[name], D.FEATURE)
         columns[f"{name}_mean"] = draws.mean(axis=0)
         if len(draws) > 1:
-            columns[f"{name}_lower"] = np.quantile(draws, tail, axis=0)
-            columns[f"{name}_upper"] = np.quantile(draws, 1 - tail, axis=0)
+            columns[f"{name}_lower"], columns[f"{name}_upper"] = equal_tailed(draws, ci_prob)
     return pd.DataFrame(columns, index=pd.Index(post[D.FEATURE].values, name=D.FEATURE))
 
 
