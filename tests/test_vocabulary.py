@@ -14,6 +14,7 @@ from crowd_models.models import (
     dawid_skene,
     feature_accuracy,
     ordinal,
+    spammer,
     stacked_gaussian,
     two_coin,
 )
@@ -56,6 +57,7 @@ def _models():
     yield "ordinal", ordinal.build_model(levels_features)
     yield "ordinal", ordinal.build_model(levels, variant="latent", guessing=True,
                                          annotator_cutpoints=True)
+    yield "spammer", spammer.build_model(classes)
     yield "continuous", continuous.build_model(values, bias=True, scale=True)
     yield "continuous", continuous.build_model(values, noise="student_t")
     yield "feature_accuracy", feature_accuracy.build_model(experts)

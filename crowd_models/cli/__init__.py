@@ -3,7 +3,7 @@
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
                  [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
                  [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]
-                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy]
+                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy|spammer]
                  [--variant NAME] [--positive CLASS] [--continuous [--bias] [--scale]]
                  [--penalty L[,L2,...]]
                  [prior options, see --help] [--method em|map|nuts]
@@ -20,7 +20,11 @@ labels, ``--features`` required) lets each annotator's accuracy depend on the
 item's features, with Laplace (L1) priors of rate ``--penalty``; several
 comma-separated rates are scored without gold by 5-fold cross-validated
 disagreement with the annotators (``selection.select_penalty``) and the best
-one is fitted. Fits with features also write ``coefficients.csv``.
+one is fitted. ``--model spammer`` (MACE, any number of classes, no features)
+reads each annotator as either answering from the truth, with probability
+``trustworthiness``, or spamming from their own class shares; its table
+reports the trustworthiness with intervals. Fits with features also write
+``coefficients.csv``.
 
 Variants (``--variant``): dawid-skene ``full`` (default), ``one_coin``,
 ``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous

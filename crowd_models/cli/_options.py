@@ -25,6 +25,7 @@ VARIANTS = {
     "ordinal": ("cumulative", "latent"),
     "continuous": ("gaussian", "student_t"),
     "feature-accuracy": (),
+    "spammer": (),
 }
 """``--variant`` names per ``--model``, the default first (the families'
 ``VARIANTS``; for continuous, its ``NOISES``)."""
@@ -151,7 +152,8 @@ PRIORS = (
            {"two-coin": ("beta", "no-features", "2,2"),
             "ordinal/cumulative": ("beta", "no-features", "2,2"),
             "dawid-skene": ("concentration", "no-features", "2"),
-            "ordinal/latent": ("concentration", None, "2")}),
+            "ordinal/latent": ("concentration", None, "2"),
+            "spammer": ("concentration", None, "2")}),
     _Prior("confusion_prior", "DIAG,OFF",
            "Dirichlet pseudo-counts of each confusion row, DIAG on the diagonal and OFF on "
            "every other cell", {"dawid-skene/full": ("diag_off", None, "3,1+1/(K-1)")}),
@@ -163,6 +165,11 @@ PRIORS = (
     _Prior("spread_prior", "S",
            "HalfNormal scale of the annotators' spread around the population confusion",
            {"dawid-skene/hierarchical": ("positive", None, "1")}),
+    _Prior("trustworthiness_prior", "A,B",
+           "Beta prior of each annotator's trustworthiness (the chance a label is not spam)",
+           {"spammer": ("beta", None, "1.5,1.5")}),
+    _Prior("spam_prior", "C", "Dirichlet concentration of each annotator's spam shares",
+           {"spammer": ("concentration", None, "1.5")}),
     _Prior("precision_prior", "SHAPE,RATE",
            "Gamma prior of each annotator's precision, in units of the labels' sd (1,0: flat)",
            {"continuous": ("gamma", None, "2,0.1")}),
@@ -387,6 +394,9 @@ def _plan(args) -> _Plan:
     if model == "feature-accuracy" and not args.features:
         raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
                          "accuracy depends on the items' features.")
+    if model == "spammer" and args.features:
+        raise InputError("--model spammer has no classifier of the features; drop --features "
+                         "or use --model two-coin or dawid-skene.")
     if (model, variant) == ("ordinal", "latent") and args.features:
         raise InputError("--variant latent of --model ordinal has no classifier of the "
                          "features; drop --features or use --variant cumulative.")

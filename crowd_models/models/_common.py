@@ -83,6 +83,22 @@ def beta_prior(value, name: str, size: int | None = None) -> tuple[np.ndarray, n
     return a, b
 
 
+def dirichlet_prior(value, name: str, shape: tuple) -> np.ndarray:
+    """Parse Dirichlet concentrations (a number, or an array that broadcasts to
+    ``shape``, the last axis the classes), each >= 1 so that the mode exists."""
+    try:
+        arr = np.broadcast_to(np.asarray(value, dtype=float), shape).copy()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a number or an array of Dirichlet concentrations that broadcasts "
+            f"to {shape}, got {value!r}.") from None
+    if np.any(~np.isfinite(arr)) or np.any(arr < 1):
+        raise ValueError(
+            f"{name} concentrations must be finite and >= 1 so that the posterior mode exists "
+            f"(1 is flat: plain maximum likelihood); got {value!r}.")
+    return arr
+
+
 def beta_logpdf_nojac(x, a, b):
     """Beta log density (the form find_MAP maximises: no Jacobian term)."""
     return (
@@ -160,6 +176,15 @@ def _label_counts(annotations: Annotations) -> sp.csr_array:
     matrix.sum_duplicates()  # canonical: sorted column indices, one entry per cell
     _LABEL_COUNTS[annotations] = (source, matrix)
     return matrix
+
+
+def expected_counts(annotations: Annotations, prob) -> np.ndarray:
+    """(annotator, true_class, label_class) expected numbers of labels l given by
+    annotator j to items of class k, under the (item, true_class) posterior
+    ``prob``: one product with the cached :func:`_label_counts` matrix."""
+    J, K = annotations.n_annotators, annotations.n_classes
+    counts = _label_counts(annotations).T @ np.asarray(prob, dtype=float)  # (J*K, K_true)
+    return counts.reshape(J, K, K).transpose(0, 2, 1)
 
 
 def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.ndarray:

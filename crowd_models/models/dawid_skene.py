@@ -152,15 +152,6 @@ def _joint(ann, params):
     return C.item_joint_np(np.log(conf), ann) + _log_prior_classes(params, ann.features)
 
 
-def _expected_counts(ann, prob):
-    """N[j, k, l]: expected number of labels l by annotator j on items of class k
-    (``prob``: (item, true_class)), as one product with the cached sparse
-    (item, (annotator, label)) count matrix."""
-    J, K = ann.n_annotators, ann.n_classes
-    counts = C._label_counts(ann).T @ np.asarray(prob, dtype=float)  # (J*K_label, K_true)
-    return counts.reshape(J, K, K).transpose(0, 2, 1)
-
-
 def _fit_softmax(features, target, coef_sd, intercept_sd, start=None, max_iter=500):
     """MAP multinomial logistic regression on soft labels (trust-region Newton-CG).
 
@@ -204,7 +195,7 @@ def _fit_softmax(features, target, coef_sd, intercept_sd, start=None, max_iter=5
 
 def _m_step(ann, prob, pri, variant, previous=None):
     K = ann.n_classes
-    counts = _expected_counts(ann, prob)
+    counts = C.expected_counts(ann, prob)
     if variant == "one_coin":
         a, b = pri["accuracy"]
         correct = np.trace(counts, axis1=1, axis2=2)
@@ -464,7 +455,7 @@ def em(
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())
-    counts = _expected_counts(annotations, prob)
+    counts = C.expected_counts(annotations, prob)
     extra = {"n_labels": ((D.ANNOTATOR,), annotations.n_labels())}
     if variant == "one_coin":
         a, b = pri["accuracy"]

@@ -36,12 +36,13 @@ _APPROXIMATIONS = {
     "specificity": ("beta", "specificity_alpha", "specificity_beta"),
     "accuracy": ("beta", "accuracy_alpha", "accuracy_beta"),
     "precision": ("gamma", "precision_alpha", "precision_beta"),
+    "trustworthiness": ("beta", "trustworthiness_alpha", "trustworthiness_beta"),
 }
 """Approximate posteriors an EM fit may store per annotator: measure ->
 (distribution, first parameter, second parameter); Beta(alpha, beta), and
 Gamma(shape alpha, rate beta). The families' EM write them: two-coin (Raykar
 et al. 2009, sec. 7.1), one-coin Dawid-Skene, continuous (given the truth's
-posterior)."""
+posterior), spammer (given the final E-step's truthful and spam labels)."""
 
 
 def _approximation(post: xr.Dataset, name: str):

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+import crowd_models as cm
 from crowd_models.cli import main
 from crowd_models.models import two_coin
 
@@ -115,6 +116,30 @@ def test_fit_dawid_skene_em(tmp_path, capsys):
     assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
     assert "accuracy_fox_upper" in capsys.readouterr().out
     assert (tmp_path / "out" / "annotators.png").stat().st_size > 0
+
+
+def test_fit_spammer_em_reports_trust(tmp_path, capsys):
+    from crowd_models.models import spammer
+
+    sim = spammer.simulate([0.9, 0.8, 0.7, 0.0], spam_share=[[1 / 3] * 3] * 3 + [[0, 0, 1]],
+                           n_items=200, classes=["cat", "dog", "fox"],
+                           rng=np.random.default_rng(8))
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "out"
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "spammer", "--method", "em",
+                 "--trustworthiness-prior", "2,2", "--out", str(out)])
+    assert code == 0
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    fit = spammer.em(sim, trustworthiness_prior=(2, 2))
+    np.testing.assert_allclose(table["trustworthiness_mean"],
+                               cm.report.annotator_summary(fit)["trustworthiness_mean"])
+    assert table.loc["annotator_3", "trustworthiness_upper"] < 0.1
+    assert "trustworthiness_upper" in capsys.readouterr().out
+    # a spammer model has no classifier: --features is refused before any fit
+    pd.DataFrame({"x": np.arange(200)}, index=sim.items).to_csv(tmp_path / "x.csv")
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "spammer", "--features",
+                 str(tmp_path / "x.csv"), "--out", str(tmp_path / "other")]) == 2
+    assert "--model spammer has no classifier" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

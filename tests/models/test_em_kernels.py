@@ -1,5 +1,5 @@
 """The EM kernels that sum over the annotation rows (``_common.item_joint_np``,
-``dawid_skene._expected_counts``, both one product with the cached sparse
+``_common.expected_counts``, both one product with the cached sparse
 (item, (annotator, label)) count matrix ``_common._label_counts``) against a
 plain NumPy gather / scatter-add (``np.add.at``). EM only, seconds."""
 
@@ -82,7 +82,7 @@ def test_expected_counts_matches_reference(K, kind):
     rng = np.random.default_rng(10 * K + len(kind) + 1)
     ann = _ragged(K, rng) if kind == "ragged" else _simulated(K, rng)
     prob = rng.dirichlet(np.ones(K), ann.n_items)
-    got = ds._expected_counts(ann, prob)
+    got = C.expected_counts(ann, prob)
     assert got.shape == (ann.n_annotators, K, K) and got.dtype == np.float64
     np.testing.assert_allclose(got, _reference_counts(ann, prob), rtol=1e-12, atol=1e-12)
     # every label is counted once, spread over the true classes
@@ -144,7 +144,7 @@ def reference_kernels(monkeypatch):
     """Swap the reference kernels in for the sparse ones."""
     def use():
         monkeypatch.setattr(C, "item_joint_np", _reference_joint)
-        monkeypatch.setattr(ds, "_expected_counts", _reference_counts)
+        monkeypatch.setattr(C, "expected_counts", _reference_counts)
     return use
 
 
