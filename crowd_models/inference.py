@@ -287,7 +287,7 @@ def sample(
     random_seed=None,
     start="map",
     nuts_sampler: str | None = "nutpie",
-    target_accept: float = 0.9,
+    target_accept: float | None = None,
     progressbar: bool = True,
     jitter: bool = True,
     **kwargs,
@@ -309,6 +309,8 @@ def sample(
     ``crowd_models[jax]`` extra; on a GPU when JAX sees one) compiles on every
     call. Extra keyword arguments go to ``nutpie.sample`` (e.g. ``maxdepth``),
     to PyMC's NUTS (e.g. ``max_treedepth``) or to ``pm.sample`` for NumPyro.
+    ``target_accept`` defaults to the model's ``crowd_target_accept`` when a
+    family sets one (the hierarchical item-difficulty model: 0.98), else 0.9.
 
     The result has ``posterior`` (with ``item_class_prob``), ``sample_stats``,
     an item-level ``log_likelihood`` group, ``observed_data`` and
@@ -335,6 +337,8 @@ def sample(
     chains = _check_count(chains, "chains", 1)
     if cores is not None:
         cores = _check_count(cores, "cores", 1)
+    if target_accept is None:
+        target_accept = getattr(model, "crowd_target_accept", 0.9)
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept}.")
     nuts_sampler = _check_sampler(nuts_sampler)

@@ -13,6 +13,7 @@ from crowd_models.models import (
     continuous,
     dawid_skene,
     feature_accuracy,
+    item_difficulty,
     ordinal,
     spammer,
     stacked_gaussian,
@@ -58,6 +59,8 @@ def _models():
     yield "ordinal", ordinal.build_model(levels, variant="latent", guessing=True,
                                          annotator_cutpoints=True)
     yield "spammer", spammer.build_model(classes)
+    for variant in ("fixed", "hierarchical"):
+        yield "item_difficulty", item_difficulty.build_model(classes, variant=variant)
     yield "continuous", continuous.build_model(values, bias=True, scale=True)
     yield "continuous", continuous.build_model(values, noise="student_t")
     yield "feature_accuracy", feature_accuracy.build_model(experts)

@@ -3,7 +3,8 @@
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
                  [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
                  [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]
-                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy|spammer]
+                 [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy|spammer|
+                          item-difficulty]
                  [--variant NAME] [--positive CLASS] [--continuous [--bias] [--scale]]
                  [--penalty L[,L2,...]]
                  [prior options, see --help] [--method em|map|nuts]
@@ -23,13 +24,15 @@ disagreement with the annotators (``selection.select_penalty``) and the best
 one is fitted. ``--model spammer`` (MACE, any number of classes, no features)
 reads each annotator as either answering from the truth, with probability
 ``trustworthiness``, or spamming from their own class shares; its table
-reports the trustworthiness with intervals. Fits with features also write
-``coefficients.csv``.
+reports the trustworthiness with intervals. ``--model item-difficulty`` (GLAD,
+no features) gives each annotator an ``ability`` and each item an ``easiness``
+(in ``items.csv``). Fits with features also write ``coefficients.csv``.
 
 Variants (``--variant``): dawid-skene ``full`` (default), ``one_coin``,
 ``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
-``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``).
-``hierarchical``, ``latent`` and ``student_t`` have no EM: they are fitted by
+``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
+item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
+``latent`` and ``student_t`` have no EM: they are fitted by
 MAP (``--method map``) or NUTS from the model's majority-vote start. The prior
 options of each family (``--sensitivity-prior A,B`` and so on) are listed by
 ``crowd-models fit --help`` with their defaults; an option that does not apply

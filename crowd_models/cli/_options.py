@@ -26,15 +26,17 @@ VARIANTS = {
     "continuous": ("gaussian", "student_t"),
     "feature-accuracy": (),
     "spammer": (),
+    "item-difficulty": ("fixed", "hierarchical"),
 }
 """``--variant`` names per ``--model``, the default first (the families'
 ``VARIANTS``; for continuous, its ``NOISES``)."""
 
-_VARIANT_KEYWORD = {"dawid-skene": "variant", "ordinal": "variant", "continuous": "noise"}
+_VARIANT_KEYWORD = {"dawid-skene": "variant", "ordinal": "variant", "continuous": "noise",
+                    "item-difficulty": "variant"}
 """The keyword of ``build_model``/``em`` that takes the variant."""
 
 WITHOUT_EM = frozenset({("dawid-skene", "hierarchical"), ("ordinal", "latent"),
-                        ("continuous", "student_t")})
+                        ("continuous", "student_t"), ("item-difficulty", "hierarchical")})
 """(model, variant) pairs whose family has no EM: MAP or NUTS only."""
 
 NUTS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
@@ -153,7 +155,8 @@ PRIORS = (
             "ordinal/cumulative": ("beta", "no-features", "2,2"),
             "dawid-skene": ("concentration", "no-features", "2"),
             "ordinal/latent": ("concentration", None, "2"),
-            "spammer": ("concentration", None, "2")}),
+            "spammer": ("concentration", None, "2"),
+            "item-difficulty": ("concentration", None, "2")}),
     _Prior("confusion_prior", "DIAG,OFF",
            "Dirichlet pseudo-counts of each confusion row, DIAG on the diagonal and OFF on "
            "every other cell", {"dawid-skene/full": ("diag_off", None, "3,1+1/(K-1)")}),
@@ -164,10 +167,15 @@ PRIORS = (
            {"dawid-skene/hierarchical": ("location_sd", None, "2,1.5")}),
     _Prior("spread_prior", "S",
            "HalfNormal scale of the annotators' spread around the population confusion",
-           {"dawid-skene/hierarchical": ("positive", None, "1")}),
+           {"dawid-skene/hierarchical": ("positive", None, "1"),
+            "item-difficulty/hierarchical": ("positive", None, "1")}),
     _Prior("trustworthiness_prior", "A,B",
            "Beta prior of each annotator's trustworthiness (the chance a label is not spam)",
            {"spammer": ("beta", None, "1.5,1.5")}),
+    _Prior("ability_prior", "MEAN,SD", "Normal prior of each annotator's ability",
+           {"item-difficulty": ("location_sd", None, "1,1")}),
+    _Prior("easiness_sd", "SD", "Normal sd of each item's log easiness",
+           {"item-difficulty/fixed": ("positive", None, "1")}),
     _Prior("spam_prior", "C", "Dirichlet concentration of each annotator's spam shares",
            {"spammer": ("concentration", None, "1.5")}),
     _Prior("precision_prior", "SHAPE,RATE",
@@ -394,9 +402,9 @@ def _plan(args) -> _Plan:
     if model == "feature-accuracy" and not args.features:
         raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
                          "accuracy depends on the items' features.")
-    if model == "spammer" and args.features:
-        raise InputError("--model spammer has no classifier of the features; drop --features "
-                         "or use --model two-coin or dawid-skene.")
+    if model in ("spammer", "item-difficulty") and args.features:
+        raise InputError(f"--model {model} has no classifier of the features; drop "
+                         f"--features or use --model two-coin or dawid-skene.")
     if (model, variant) == ("ordinal", "latent") and args.features:
         raise InputError("--variant latent of --model ordinal has no classifier of the "
                          "features; drop --features or use --variant cumulative.")

@@ -5,7 +5,8 @@ The family modules load on first use (``crowd_models.models.two_coin`` or
 registry of the command line: ``--model`` name -> family module. ``ordinal``
 there is the cumulative binary variant (one sensitivity and specificity per
 annotator and threshold); ``feature-accuracy`` needs features and takes
-``--penalty``; ``spammer`` (MACE) takes no features. A family with its own
+``--penalty``; ``spammer`` (MACE) and ``item-difficulty`` (GLAD) take no
+features. A family with its own
 ``annotator_summary(fit, *, annotations=None)`` reports through it.
 ``stacked_gaussian`` is not on the command line: its inputs (base learners, a
 weighting strategy, a test set) need options of their own. ``edda`` (Gaussian
@@ -17,13 +18,13 @@ from importlib import import_module
 
 _MODULE_OF = {"two-coin": "two_coin", "dawid-skene": "dawid_skene", "ordinal": "ordinal",
               "continuous": "continuous", "feature-accuracy": "feature_accuracy",
-              "spammer": "spammer"}
+              "spammer": "spammer", "item-difficulty": "item_difficulty"}
 
 MODEL_NAMES = tuple(_MODULE_OF)
 """The command line's ``--model`` names, without importing the families."""
 
-__all__ = ["MODELS", "MODEL_NAMES", "continuous", "dawid_skene", "feature_accuracy", "ordinal",
-           "spammer", "stacked_gaussian", "two_coin"]
+__all__ = ["MODELS", "MODEL_NAMES", "continuous", "dawid_skene", "feature_accuracy",
+           "item_difficulty", "ordinal", "spammer", "stacked_gaussian", "two_coin"]
 
 
 def __getattr__(name: str):

@@ -12,7 +12,8 @@ from crowd_models.report._confusion import _is_one_coin
 
 _FAMILY_NAMES = {"two_coin": "two-coin", "dawid_skene": "Dawid-Skene", "ordinal": "ordinal",
                  "continuous": "continuous", "feature_accuracy": "feature-accuracy",
-                 "stacked_gaussian": "stacked Gaussian", "spammer": "spammer (MACE)"}
+                 "stacked_gaussian": "stacked Gaussian", "spammer": "spammer (MACE)",
+                 "item_difficulty": "item-difficulty (GLAD)"}
 """Display names of the families, by the ``family`` attr their EM fits record."""
 _METHOD_NAMES = {"em": "EM", "map": "MAP", "nuts": "NUTS", "laplace": "MAP (Laplace intervals)"}
 """Display names of the fitting methods, by the ``method`` attr of a fit."""
@@ -37,6 +38,8 @@ def _fit_family(fit, post: xr.Dataset) -> tuple[str, str]:
         return "feature_accuracy", ""
     if "trustworthiness" in post:
         return "spammer", ""
+    if "ability" in post and "easiness" in post:
+        return "item_difficulty", "hierarchical" if "easiness_spread" in post else "fixed"
     if "confusion" in post:
         if "bias" in post and "noise" in post:
             return "ordinal", "latent"

@@ -409,9 +409,29 @@ def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
     )
     for k, name in enumerate(classes):
         table[f"prob_{name}"] = values[:, k]
+    table = table.join(_item_measures(fit, table.index))
     if annotations is not None and annotations.has_gold:
         table["gold"] = annotations.gold_series().reindex(annotations.items).to_numpy()
     return table
+
+
+def _item_measures(fit, items: pd.Index) -> pd.DataFrame:
+    """Per-item posterior variables (dims chain, draw, item; e.g. the item-difficulty
+    model's ``easiness``): ``<name>_mean``, and with draws the 90% interval."""
+    fit = _with_draws(fit)
+    post = posterior_of(fit)
+    columns = {}
+    for name in post.data_vars:
+        da = post[name]
+        if set(da.dims) != {*SAMPLE_DIMS, D.ITEM} or not np.issubdtype(da.dtype, np.number):
+            continue
+        draws = draw_matrix(da, D.ITEM)
+        order = pd.Index(da[D.ITEM].values).get_indexer(items)
+        columns[f"{name}_mean"] = draws.mean(axis=0)[order]
+        if len(draws) > 1:
+            lower, upper = equal_tailed(draws, 0.9)
+            columns[f"{name}_lower"], columns[f"{name}_upper"] = lower[order], upper[order]
+    return pd.DataFrame(columns, index=items)
 
 
 def _value_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:

@@ -142,6 +142,27 @@ def test_fit_spammer_em_reports_trust(tmp_path, capsys):
     assert "--model spammer has no classifier" in capsys.readouterr().err
 
 
+def test_fit_item_difficulty_em_writes_the_easiness(tmp_path, capsys):
+    from crowd_models.models import item_difficulty
+
+    easiness = np.exp(np.random.default_rng(3).normal(0, 1, 120))
+    sim = item_difficulty.simulate([2.0, 1.5, 1.0, 0.5], easiness, rng=np.random.default_rng(4))
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "out"
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "item-difficulty",
+                 "--method", "em", "--ability-prior", "1,2", "--out", str(out)]) == 0
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    fit = item_difficulty.em(sim, ability_prior=(1, 2))
+    np.testing.assert_allclose(items.loc[sim.items, "easiness_mean"],
+                               fit["easiness"].values[0, 0], rtol=1e-6)
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    assert "ability_mean" in table.columns
+    capsys.readouterr()
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "item-difficulty",
+                 "--variant", "hierarchical", "--method", "em"]) == 2
+    assert "has no EM" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def continuous_csv(tmp_path_factory):
     from crowd_models.models import continuous

@@ -1,0 +1,124 @@
+"""The item-difficulty family (GLAD): brute-force likelihood, EM, MAP = EM, recovery."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+import crowd_models as cm
+from crowd_models.models import item_difficulty as idf
+
+from ..conftest import assert_nuts_recovers
+
+SIMPLEX = pm.distributions.transforms.simplex
+
+
+@pytest.fixture(scope="module")
+def varied():
+    """Three classes, items of very different easiness, annotators of mixed ability."""
+    rng = np.random.default_rng(11)
+    easiness = np.exp(rng.normal(0, 1.2, 300))
+    return idf.simulate([3.0, 2.0, 1.5, 1.0, 0.5, 0.0, 2.5], easiness, n_classes=3,
+                        labels_per_item=5, rng=rng)
+
+
+def test_marginal_loglik_matches_brute_force():
+    df = pd.DataFrame({  # item "q" has a repeated label from "u"
+        "item": ["p", "p", "q", "q", "q", "r"],
+        "annotator": ["u", "v", "u", "u", "v", "v"],
+        "label": ["x", "y", "z", "z", "x", "y"],
+    })
+    ann = cm.Annotations.from_frame(df)
+    model = idf.build_model(ann)
+    ability = np.array([1.3, -0.4])
+    log_easiness = np.array([0.2, -0.7, 1.1])
+    prev = np.array([0.5, 0.3, 0.2])
+    total = 0.0
+    for z in itertools.product(range(3), repeat=ann.n_items):
+        p = np.prod(prev[list(z)])
+        for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            right = expit(ability[j] * np.exp(log_easiness[i]))
+            p *= right if y == z[i] else (1 - right) / 2
+        total += p
+    point = {"ability": ability, "log_easiness": log_easiness,
+             "prevalence_simplex__": SIMPLEX.forward(prev).eval()}
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
+    np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=1e-12)
+    log_prior = stats.norm.logpdf(ability, 1, 1).sum() + stats.norm.logpdf(log_easiness).sum()
+    log_prior += stats.dirichlet.logpdf(prev, [2, 2, 2])
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, np.log(total) + log_prior, rtol=1e-12)
+    pri = idf._priors(ann, *idf.DEFAULT_PRIORS.values())
+    params = {"ability": ability, "log_easiness": log_easiness, "prevalence": prev}
+    np.testing.assert_allclose(idf._log_posterior(ann, params, pri), logp, rtol=1e-12)
+
+
+def test_plain_em_climbs_the_log_posterior(varied):
+    values = []
+    for n in range(1, 6):
+        with pytest.warns(UserWarning, match="without converging"):
+            fit = idf.em(varied, max_iter=n, accelerate=False)
+        values.append(fit.attrs["log_posterior"])
+    assert np.all(np.diff(values) > -1e-8), values
+
+
+def test_map_equals_em(varied):
+    em_fit = idf.em(varied, tol=1e-10)
+    assert em_fit.attrs["converged"]
+    map_fit = cm.fit_map(idf.build_model(varied))
+    for name in ("ability", "log_easiness", "prevalence", "item_class_prob"):
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-5, (name, diff)
+    np.testing.assert_allclose(map_fit.attrs["log_posterior"], em_fit.attrs["log_posterior"],
+                               rtol=1e-9)
+
+
+def test_em_recovers_ability_and_easiness(varied):
+    fit = idf.em(varied)
+    truth = varied.truth.sel(annotator=fit["annotator"], item=fit["item"])
+    ability = fit["ability"].values[0, 0]
+    assert np.corrcoef(ability, truth["ability"].values)[0, 1] > 0.9
+    assert abs(ability[truth["ability"].values == 0.0][0]) < 0.5  # the guesser
+    # easiness is shrunk (five labels an item), but it ranks the items
+    rho = stats.spearmanr(fit["log_easiness"].values[0, 0], truth["log_easiness"].values)
+    assert rho.statistic > 0.4
+    table = cm.report.item_table(fit, varied)
+    np.testing.assert_allclose(table["easiness_mean"], fit["easiness"].values[0, 0])
+    vote = cm.majority_vote(varied).to_numpy().argmax(axis=1)
+    assert cm.report.accuracy(fit, varied) > np.mean(vote == varied.gold) + 0.01
+
+
+def test_bad_input(varied):
+    with pytest.raises(ValueError, match="no classifier.*with_features"):
+        idf.build_model(varied.with_features(np.ones((varied.n_items, 1))))
+    with pytest.raises(ValueError, match="variant='bogus' is not one of"):
+        idf.build_model(varied, variant="bogus")
+    with pytest.raises(ValueError, match="hierarchical variant has no EM"):
+        idf.em(varied, variant="hierarchical")
+    with pytest.raises(ValueError, match="ability_prior must be"):
+        idf.em(varied, ability_prior=(1.0, 0.0))
+    with pytest.raises(ValueError, match="easiness_sd must be a positive number"):
+        idf.em(varied, easiness_sd=-1)
+    with pytest.raises(ValueError, match="easiness must be one positive"):
+        idf.simulate([1.0], [1.0, -1.0])
+    with pytest.raises(ValueError, match="categorical"):
+        idf.em(cm.datasets.load_affect("anger"))
+
+
+@pytest.mark.validate  # about 90 s: 150 item offsets need 1000 draws for r-hat <= 1.01
+def test_nuts_recovers_the_hierarchical_model():
+    rng = np.random.default_rng(12)
+    ann = idf.simulate([2.5, 2.0, 1.5, 1.0, 0.5, 0.0], np.exp(rng.normal(0, 0.8, 150)),
+                       n_classes=2, rng=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        idata = assert_nuts_recovers(
+            idf.build_model(ann, variant="hierarchical"),
+            {"ability": ann.truth["ability"].values}, min_cover=0.66, draws=1000)
+    spread = idata.posterior["easiness_spread"].quantile([0.05, 0.95]).values
+    assert spread[0] < 0.8 < spread[1]
