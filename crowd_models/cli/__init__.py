@@ -26,7 +26,11 @@ reads each annotator as either answering from the truth, with probability
 ``trustworthiness``, or spamming from their own class shares; its table
 reports the trustworthiness with intervals. ``--model item-difficulty`` (GLAD,
 no features) gives each annotator an ``ability`` and each item an ``easiness``
-(in ``items.csv``). Fits with features also write ``coefficients.csv``.
+(in ``items.csv``). ``--model auto`` scores two-coin (two classes),
+Dawid-Skene full and one-coin, spammer and item-difficulty on held-out labels
+(``crowd_models.compare_models``, no gold read), prints the ranking and fits
+the chosen family (``crowd_models.auto.choose``); ``fit.nc`` records the
+ranking. Fits with features also write ``coefficients.csv``.
 
 Variants (``--variant``): dawid-skene ``full`` (default), ``one_coin``,
 ``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
@@ -167,8 +171,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="a column of the labels table that holds each item's gold label "
                            "(the same on every row of the item; empty where unknown)")
     fam = f.add_argument_group("model")
-    fam.add_argument("--model", default="two-coin", choices=sorted(MODEL_NAMES),
-                     help="model family (default: two-coin)")
+    fam.add_argument("--model", default="two-coin", choices=[*sorted(MODEL_NAMES), "auto"],
+                     help="model family (default: two-coin); auto: chosen without gold by "
+                          "held-out labels among the categorical families")
     fam.add_argument("--variant",
                      help="variant of the family: dawid-skene full (default), one_coin, "
                           "hierarchical; ordinal cumulative (default), latent; continuous "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
@@ -86,6 +87,33 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
             f"approximations, --method nuts for the posterior")
 
 
+_AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
+                "dawid_skene": ("dawid-skene", "full"), "spammer": ("spammer", ""),
+                "item_difficulty": ("item-difficulty", "fixed")}
+"""``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
+
+
+def _auto_plan(ann, plan, progress):
+    """``--model auto``: the ranking of the candidates on held-out labels, and the
+    plan of the chosen family's fit."""
+    from crowd_models.auto import choose, compare_models
+
+    progress.step("choosing the model without gold: 10% of the labels held out, 3 splits")
+    try:
+        table = compare_models(ann)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    chosen = choose(table)
+    with pd.option_context("display.width", 120):
+        print(table.round(4).to_string())
+    model, variant = _AUTO_MODELS[chosen]
+    print(f"      chosen: {chosen} (--model {model}" + (f" --variant {variant}" if variant
+                                                        else "") + ")")
+    options = {"variant": variant} if variant else {}
+    plan = dataclasses.replace(plan, model=model, variant=variant, options=options)
+    return plan, table.reset_index().to_dict("records")
+
+
 def run_fit(args, argv=None) -> int:
     plan = _plan(args)
     _check_input_file(args.labels, "labels")
@@ -99,6 +127,9 @@ def run_fit(args, argv=None) -> int:
     except (ValueError, TypeError) as err:
         raise InputError(str(err)) from None
     _check_family_data(ann, plan)
+    ranking = None
+    if plan.model == "auto":
+        plan, ranking = _auto_plan(ann, plan, progress)
     if plan.model in BINARY_MODELS:
         ann = _with_positive(ann, args.positive)
     print(f"      {ann}")
@@ -128,6 +159,8 @@ def run_fit(args, argv=None) -> int:
             "command": shlex.join(["crowd-models", *(argv or [])])}
     if args.continuous:
         info.update(bias=int(args.bias), scale=int(args.scale))
+    if ranking is not None:
+        info["ranking"] = ranking
     info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
     if args.method == "nuts":
         info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],

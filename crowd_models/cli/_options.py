@@ -27,6 +27,7 @@ VARIANTS = {
     "feature-accuracy": (),
     "spammer": (),
     "item-difficulty": ("fixed", "hierarchical"),
+    "auto": (),
 }
 """``--variant`` names per ``--model``, the default first (the families'
 ``VARIANTS``; for continuous, its ``NOISES``)."""
@@ -371,7 +372,8 @@ class _Plan:
     nuts: dict
 
     def n_steps(self, method: str) -> int:
-        return 2 + self.has_em + (method in ("map", "nuts")) + (method == "nuts")
+        return (2 + self.has_em + (method in ("map", "nuts")) + (method == "nuts")
+                + (self.model == "auto"))
 
 
 def _plan(args) -> _Plan:
@@ -402,7 +404,7 @@ def _plan(args) -> _Plan:
     if model == "feature-accuracy" and not args.features:
         raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
                          "accuracy depends on the items' features.")
-    if model in ("spammer", "item-difficulty") and args.features:
+    if model in ("spammer", "item-difficulty", "auto") and args.features:
         raise InputError(f"--model {model} has no classifier of the features; drop "
                          f"--features or use --model two-coin or dawid-skene.")
     if (model, variant) == ("ordinal", "latent") and args.features:

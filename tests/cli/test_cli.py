@@ -163,6 +163,32 @@ def test_fit_item_difficulty_em_writes_the_easiness(tmp_path, capsys):
     assert "has no EM" in capsys.readouterr().err
 
 
+def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
+    import json
+
+    from crowd_models.models import spammer
+
+    rng = np.random.default_rng(21)
+    share = [[1 / 3] * 3] * 6 + [[0.05, 0.05, 0.9]] * 3
+    sim = spammer.simulate([0.9, 0.8, 0.8, 0.7, 0.6, 0.6, 0.0, 0.0, 0.0], spam_share=share,
+                           n_items=300, labels_per_item=5, classes=["a", "b", "c"], rng=rng)
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "out"
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--method", "em",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "chosen: spammer (--model spammer)" in printed and "dawid_skene" in printed
+    fit = xr.open_dataset(out / "fit.nc", engine="h5netcdf")
+    ranking = json.loads(fit.attrs["ranking"])
+    assert {row["candidate"] for row in ranking} == {"one_coin", "dawid_skene", "spammer",
+                                                     "item_difficulty"}
+    assert fit.attrs["family"] == "spammer"
+    # prior options belong to one family, and auto has none
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--spam-prior", "2",
+                 "--out", str(tmp_path / "other")]) == 2
+    assert "not --model auto" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def continuous_csv(tmp_path_factory):
     from crowd_models.models import continuous

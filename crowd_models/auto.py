@@ -1,0 +1,260 @@
+"""Choosing a family without gold: score every candidate, fit the best.
+
+``compare_models`` scores each candidate family (and variant) on the labels
+alone; ``auto_fit`` fits the one with the best score. The candidates are the
+families whose model fits any categorical labels without features:
+two-coin (two classes only), Dawid-Skene full and one-coin, the spammer
+model (MACE) and the item-difficulty model (GLAD).
+
+Criterion ``"heldout"``: hide a share of the labels at random (never an
+item's or an annotator's last one), fit each candidate's EM on the rest, and
+score the log probability it gives each hidden label (its posterior of the
+item's class times the annotator's label probabilities), averaged over the
+hidden labels of ``n_splits`` random splits (Paun et al. 2018 compare models
+this way). The standard errors are those of the mean over the hidden labels;
+``dse`` pairs each candidate with the best on the same labels.
+
+This criterion rewards predicting the annotators, and a richer model can
+predict each annotator's habits better while getting the truth less right
+(DEVELOPING.md, "Choosing a family without gold", has the measurements), so
+``auto_fit`` does not pick the best score blindly: among the candidates whose
+score is within ``tolerance`` paired standard errors of the best, it takes
+the one with the fewest parameters per annotator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from crowd_models._text import listing
+from crowd_models.data import Annotations
+from crowd_models.inference import fit_map
+from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
+
+CANDIDATES = {
+    "two_coin": (two_coin, {}, 2),
+    "one_coin": (dawid_skene, {"variant": "one_coin"}, 1),
+    "spammer": (spammer, {}, None),
+    "item_difficulty": (item_difficulty, {}, 1),
+    "dawid_skene": (dawid_skene, {}, None),
+}
+"""Name -> (family module, keywords of its ``em``/``build_model``, parameters per
+annotator; None: K - 1 (spammer) or K (K - 1) (Dawid-Skene) for K classes)."""
+
+CRITERIA = ("heldout",)
+
+
+def family_of(name: str):
+    """(family module, keywords of its ``em``/``build_model``) of a candidate.
+
+    Example
+    -------
+    >>> from crowd_models import auto
+    >>> family, options = auto.family_of("one_coin")
+    >>> fit = family.em(cm.datasets.load_dog(), **options)
+    """
+    module, options, _ = CANDIDATES[name]
+    return module, dict(options)
+
+
+def _n_per_annotator(name: str, K: int) -> int:
+    n = CANDIDATES[name][2]
+    if n is not None:
+        return n
+    return K if name == "spammer" else K * (K - 1)
+
+
+def _candidates(annotations: Annotations, candidates) -> list[str]:
+    if not isinstance(annotations, Annotations):
+        raise TypeError(f"expected Annotations, got {type(annotations).__name__}.")
+    if annotations.continuous:
+        raise ValueError("auto_fit chooses among the categorical families; these labels are "
+                         "continuous (fit crowd_models.models.continuous instead).")
+    if annotations.features is not None:
+        raise ValueError("auto_fit compares the families without a classifier; fit "
+                         "annotations.with_features(None), or choose a family with features "
+                         "yourself (two_coin, dawid_skene).")
+    default = [n for n in CANDIDATES if n != "two_coin" or annotations.n_classes == 2]
+    names = default if candidates is None else list(candidates)
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown:
+        raise ValueError(f"unknown candidate(s) {listing(unknown)}; choose among "
+                         f"{listing(list(CANDIDATES))}.")
+    if "two_coin" in names and annotations.n_classes != 2:
+        raise ValueError(f"the two_coin candidate needs two classes; these labels have "
+                         f"{annotations.n_classes}. Drop it from candidates.")
+    if not names:
+        raise ValueError("candidates is empty; name at least one of "
+                         f"{listing(list(CANDIDATES))}.")
+    return names
+
+
+def _label_probabilities(name: str, fit, train: Annotations, rows) -> np.ndarray:
+    """(row, label_class) probabilities of the labels of the given rows of the long
+    table under a fit to ``train``: sum over classes of the item's posterior times
+    the annotator's probability of each label given the class."""
+    item, annotator = rows
+    prob = fit["item_class_prob"].values[0, 0][item]  # (row, true_class)
+    if name == "two_coin":
+        sens = fit["sensitivity"].values[0, 0][annotator]
+        spec = fit["specificity"].values[0, 0][annotator]
+        conf = np.stack([np.stack([spec, 1 - spec], -1), np.stack([1 - sens, sens], -1)], 1)
+    elif name == "item_difficulty":
+        right = expit(fit["ability"].values[0, 0][annotator]
+                      * fit["easiness"].values[0, 0][item])
+        K = train.n_classes
+        eye = np.eye(K)
+        conf = eye * right[:, None, None] + (1 - eye) * ((1 - right) / (K - 1))[:, None, None]
+    else:
+        conf = fit["confusion"].values[0, 0][annotator]  # (row, true_class, label_class)
+    return np.einsum("rk,rkl->rl", prob, conf)
+
+
+def _holdout_rows(annotations: Annotations, fraction: float, rng) -> np.ndarray:
+    """A random share of the label rows to hide, keeping at least one label of every
+    item and of every annotator."""
+    n = annotations.n_annotations
+    order = rng.permutation(n)
+    left_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
+    left_annotator = np.bincount(annotations.annotator_idx, minlength=annotations.n_annotators)
+    hidden = []
+    target = int(round(fraction * n))
+    for r in order:
+        if len(hidden) >= target:
+            break
+        i, j = annotations.item_idx[r], annotations.annotator_idx[r]
+        if left_item[i] > 1 and left_annotator[j] > 1:
+            hidden.append(r)
+            left_item[i] -= 1
+            left_annotator[j] -= 1
+    return np.sort(np.asarray(hidden, dtype=np.int64))
+
+
+def compare_models(annotations: Annotations, *, candidates=None, criterion: str = "heldout",
+                   fraction: float = 0.1, n_splits: int = 3, rng=0) -> pd.DataFrame:
+    """Score every candidate family on the labels alone (no gold is read).
+
+    Parameters
+    ----------
+    annotations : categorical Annotations without features.
+    candidates : names from :data:`CANDIDATES` (default: all that fit the labels;
+        two_coin only for two classes).
+    criterion : ``"heldout"`` (see the module docstring).
+    fraction : share of the labels hidden in each split, in (0, 0.5].
+    n_splits : number of random splits.
+    rng : seed or Generator of the splits.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per candidate, best score first: ``score`` (mean log
+        probability of a hidden label), ``se``, ``dse`` (standard error of
+        its difference from the best score, paired over the same hidden
+        labels; 0 for the best), ``n_hidden`` (hidden labels scored),
+        ``params_per_annotator``.
+
+    Example
+    -------
+    >>> cm.compare_models(cm.datasets.load_rte(), n_splits=2)
+    """
+    names = _candidates(annotations, candidates)
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion={criterion!r} is not one of {CRITERIA}.")
+    if not (isinstance(fraction, float | int) and 0 < fraction <= 0.5):
+        raise ValueError(f"fraction must be in (0, 0.5], got {fraction!r}.")
+    if not (isinstance(n_splits, int) and n_splits >= 1):
+        raise ValueError(f"n_splits must be a positive integer, got {n_splits!r}.")
+    rng = np.random.default_rng(rng)
+    scores = {name: [] for name in names}
+    for _ in range(n_splits):
+        hidden = _holdout_rows(annotations, fraction, rng)
+        if len(hidden) == 0:
+            raise ValueError(
+                "no label can be held out: every item or annotator has a single label. "
+                "Held-out scores need items and annotators with two labels or more.")
+        keep = np.ones(annotations.n_annotations, dtype=bool)
+        keep[hidden] = False
+        train = annotations.select(keep)  # every item and annotator keeps a label
+        rows = (annotations.item_idx[hidden], annotations.annotator_idx[hidden])
+        for name in names:
+            family, options = family_of(name)
+            fit = family.em(train, **options)
+            prob = _label_probabilities(name, fit, train, rows)
+            scores[name].append(np.log(np.clip(prob[np.arange(len(hidden)),
+                                                    annotations.labels[hidden]], 1e-300, 1)))
+    per_label = {name: np.concatenate(s) for name, s in scores.items()}
+    best = max(per_label, key=lambda name: per_label[name].mean())
+    n = len(per_label[best])
+
+    def se(values):
+        return float(np.std(values, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+
+    table = pd.DataFrame({
+        name: {"score": float(values.mean()), "se": se(values),
+               "dse": se(per_label[best] - values), "n_hidden": n,
+               "params_per_annotator": _n_per_annotator(name, annotations.n_classes)}
+        for name, values in per_label.items()}).T
+    table.index.name = "candidate"
+    table = table.astype({"n_hidden": int, "params_per_annotator": int})
+    return table.sort_values("score", ascending=False)
+
+
+def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
+    """The candidate :func:`auto_fit` takes from a :func:`compare_models` table: the
+    fewest parameters per annotator among those whose score is within
+    ``tolerance`` paired standard errors (``dse``) of the best (ties: the better
+    score).
+
+    Example
+    -------
+    >>> from crowd_models import auto
+    >>> auto.choose(cm.compare_models(cm.datasets.load_rte(), n_splits=2))
+    """
+    best = table["score"].max()
+    close = table[table["score"] >= best - tolerance * table["dse"]]
+    return str(close.sort_values(["params_per_annotator", "score"],
+                                 ascending=[True, False]).index[0])
+
+
+def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "heldout",
+             method: str = "map", tolerance: float = 2.0, rng=0, **compare_options):
+    """Score the candidates (:func:`compare_models`), then fit the chosen one.
+
+    Parameters
+    ----------
+    annotations : categorical Annotations without features.
+    candidates, criterion, rng, **compare_options : as in :func:`compare_models`.
+    method : ``"map"`` (default: ``fit_map`` on the family's model, a DataTree)
+        or ``"em"`` (the family's EM, an xarray Dataset).
+    tolerance : see :func:`choose`.
+
+    Returns
+    -------
+    xarray.DataTree or xarray.Dataset
+        The chosen family's fit, with ``attrs["model"]`` (the candidate's name),
+        ``attrs["criterion"]`` and ``attrs["ranking"]`` (the table as a list of
+        records, best score first).
+
+    Example
+    -------
+    >>> fit = cm.auto_fit(cm.datasets.load_rte(), n_splits=2)
+    >>> fit.attrs["model"]
+    """
+    if method not in ("map", "em"):
+        raise ValueError(f"method must be 'map' or 'em', got {method!r}.")
+    table = compare_models(annotations, candidates=candidates, criterion=criterion, rng=rng,
+                           **compare_options)
+    chosen = choose(table, tolerance)
+    family, options = family_of(chosen)
+    if method == "em":
+        fit = family.em(annotations, **options)
+    else:
+        fit = fit_map(family.build_model(annotations, **options))
+    fit.attrs.update(model=chosen, criterion=criterion,
+                     ranking=table.reset_index().to_dict("records"))
+    return fit
+
+
+__all__ = ["CANDIDATES", "CRITERIA", "auto_fit", "choose", "compare_models", "family_of"]
