@@ -416,7 +416,7 @@ def test_sparse_experts_case_study_runs():
     assert gi == pytest.approx((21 / 76, 21 / 76, 10 / 76), abs=1e-4)
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # 63 s of NUTS: moved out of make test for the new families' tests
 def test_regularised_horseshoe_separates_signal_from_noise():
     """NUTS under the regularised horseshoe on simulated sparse data (5 of 20
     coefficients non-zero): converged, at most 5 divergences; each true signal's
