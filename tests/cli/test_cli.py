@@ -171,7 +171,7 @@ def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
     rng = np.random.default_rng(21)
     share = [[1 / 3] * 3] * 6 + [[0.05, 0.05, 0.9]] * 3
     sim = spammer.simulate([0.9, 0.8, 0.8, 0.7, 0.6, 0.6, 0.0, 0.0, 0.0], spam_share=share,
-                           n_items=300, labels_per_item=5, classes=["a", "b", "c"], rng=rng)
+                           n_items=200, labels_per_item=5, classes=["a", "b", "c"], rng=rng)
     sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
     out = tmp_path / "out"
     assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--method", "em",

@@ -620,12 +620,9 @@ def test_nuts_recovers_annotator_scales():
                          {n: sim.truth[n].values for n in names}, min_cover=0.75)
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # eight NUTS fits, 2-4 minutes: over make test's budget
 @pytest.mark.parametrize("noise, best", [
-    # the Gaussian case runs in make validate: eight NUTS fits in all cost about
-    # 2.5 minutes of make test's budget, and the Student-t case asserts more
-    pytest.param("gaussian", "gaussian+bias", marks=pytest.mark.validate),
-    ("student_t", "student_t+bias")])
+    ("gaussian", "gaussian+bias"), ("student_t", "student_t+bias")])
 def test_loo_compare_ranks_the_variants(noise, best):
     import arviz as az
 
