@@ -34,14 +34,14 @@ from crowd_models.inference import fit_map
 from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
 
 CANDIDATES = {
-    "two_coin": (two_coin, {}, 2),
-    "one_coin": (dawid_skene, {"variant": "one_coin"}, 1),
-    "spammer": (spammer, {}, None),
-    "item_difficulty": (item_difficulty, {}, 1),
-    "dawid_skene": (dawid_skene, {}, None),
+    "two_coin": (two_coin, {}, lambda K: 2),
+    "one_coin": (dawid_skene, {"variant": "one_coin"}, lambda K: 1),
+    "spammer": (spammer, {}, lambda K: K),  # trust and K - 1 free spam shares
+    "item_difficulty": (item_difficulty, {}, lambda K: 1),
+    "dawid_skene": (dawid_skene, {}, lambda K: K * (K - 1)),
 }
 """Name -> (family module, keywords of its ``em``/``build_model``, parameters per
-annotator; None: K - 1 (spammer) or K (K - 1) (Dawid-Skene) for K classes)."""
+annotator as a function of the number of classes K)."""
 
 CRITERIA = ("heldout",)
 
@@ -57,13 +57,6 @@ def family_of(name: str):
     """
     module, options, _ = CANDIDATES[name]
     return module, dict(options)
-
-
-def _n_per_annotator(name: str, K: int) -> int:
-    n = CANDIDATES[name][2]
-    if n is not None:
-        return n
-    return K if name == "spammer" else K * (K - 1)
 
 
 def _candidates(annotations: Annotations, candidates) -> list[str]:
@@ -194,7 +187,7 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     table = pd.DataFrame({
         name: {"score": float(values.mean()), "se": se(values),
                "dse": se(per_label[best] - values), "n_hidden": n,
-               "params_per_annotator": _n_per_annotator(name, annotations.n_classes)}
+               "params_per_annotator": CANDIDATES[name][2](annotations.n_classes)}
         for name, values in per_label.items()}).T
     table.index.name = "candidate"
     table = table.astype({"n_hidden": int, "params_per_annotator": int})

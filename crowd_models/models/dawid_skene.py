@@ -104,14 +104,7 @@ def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
     K, J = ann.n_classes, ann.n_annotators
     p = {"confusion": _confusion_alpha(confusion_prior, K, J)}
     p["accuracy"] = C.beta_prior(accuracy_prior, "accuracy_prior", J)
-    prev = np.broadcast_to(np.asarray(prevalence_prior, dtype=float), (K,)).copy() if np.ndim(
-        prevalence_prior) == 0 or np.shape(prevalence_prior) == (K,) else None
-    if prev is None or np.any(prev < 1):
-        raise ValueError(
-            f"prevalence_prior must be a number or {K} numbers >= 1 (Dirichlet concentration), "
-            f"got {prevalence_prior!r}."
-        )
-    p["prevalence"] = prev
+    p["prevalence"] = C.dirichlet_prior(prevalence_prior, "prevalence_prior", (K,))
     if (np.shape(population_prior) != (2,) or not np.all(np.isfinite(population_prior))
             or population_prior[1] <= 0):
         raise ValueError(f"population_prior must be (diagonal advantage, sd > 0) in log-odds, "

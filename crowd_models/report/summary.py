@@ -417,8 +417,8 @@ def _class_item_table(fit, annotations: Annotations | None) -> pd.DataFrame:
 
 def _item_measures(fit, items: pd.Index) -> pd.DataFrame:
     """Per-item posterior variables (dims chain, draw, item; e.g. the item-difficulty
-    model's ``easiness``): ``<name>_mean``, and with draws the 90% interval."""
-    fit = _with_draws(fit)
+    model's ``easiness``): ``<name>_mean``, and with draws the 90% interval; read
+    from the same posterior as the class probabilities beside them."""
     post = posterior_of(fit)
     columns = {}
     for name in post.data_vars:
