@@ -12,8 +12,8 @@ adult content and relevance only). Each fit uses the package defaults, the
 same for every set: no prior is tuned per set.
 
 Ours: majority vote (soft, ties split), the two-coin EM (binary sets only),
-Dawid-Skene EM (full and one-coin), the spammer EM (MACE), the item-difficulty
-EM (GLAD). crowd-kit 1.4.2,
+Dawid-Skene EM (full, one-coin and pooled), the spammer EM (MACE), the
+item-difficulty EM (GLAD). crowd-kit 1.4.2,
 in its own virtual environment (made with uv as in ``crowdkit.py``, reused
 from ``benchmarks/.crowdkit-venv``), with its defaults: MajorityVote,
 DawidSkene (n_iter=100), OneCoinDawidSkene, GLAD, MACE. Printed: one row per
@@ -85,6 +85,7 @@ def ours(ann: cm.Annotations) -> dict[str, float]:
     if ann.n_classes == 2:
         fits["two-coin"] = two_coin.em(ann)
     fits["DS"] = dawid_skene.em(ann)
+    fits["pooled DS"] = dawid_skene.em(ann, variant="pooled")
     fits["one-coin"] = dawid_skene.em(ann, variant="one_coin")
     fits["spammer"] = spammer.em(ann)
     fits["GLAD"] = item_difficulty.em(ann)

@@ -10,7 +10,7 @@ import pytest
 
 import crowd_models as cm
 from crowd_models import auto
-from crowd_models.models import item_difficulty, spammer
+from crowd_models.models import item_difficulty, spammer, two_coin
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,52 @@ def test_auto_fit_finds_the_generating_family(data, family, request):
     assert [row["candidate"] for row in fit.attrs["ranking"]] == list(table.index)
     np.testing.assert_allclose([row["score"] for row in fit.attrs["ranking"]], table["score"])
     assert _accuracy(fit, ann) >= max(accuracies.values()) - 0.005, accuracies
+
+
+@pytest.fixture(scope="module")
+def biased_crowd():
+    """8 accurate annotators and 12 who say "1" 80% of the time whatever the truth."""
+    rng = np.random.default_rng(0)
+    sens = np.r_[rng.uniform(0.7, 0.85, 8), np.full(12, 0.8)]
+    spec = np.r_[rng.uniform(0.7, 0.85, 8), np.full(12, 0.2)]
+    return two_coin.simulate(sensitivity=sens, specificity=spec, n_items=600, prevalence=0.3,
+                             labels_per_item=5, rng=rng)
+
+
+def test_auto_fit_does_not_choose_by_label_prediction_alone(biased_crowd):
+    ann = biased_crowd
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = cm.auto_fit(dataclasses.replace(ann, gold=None, truth=None), method="em")
+        table = cm.compare_models(ann)
+        accuracies = {name: _accuracy(auto.family_of(name)[0].em(ann, **auto.family_of(name)[1]),
+                                      ann) for name in table.index}
+    assert fit.attrs["criterion"] == "sharing"
+    # the best held-out score is the one-coin model's, whose truth is mostly wrong
+    # (0.27): the biased annotators' labels dictate it
+    by_prediction = table["score"].idxmax()
+    assert accuracies[by_prediction] < max(accuracies.values()) - 0.3, (table, accuracies)
+    assert fit.attrs["model"] != by_prediction
+    assert _accuracy(fit, ann) >= max(accuracies.values()) - 0.005, accuracies
+    # and the old rule (the simplest within 2 paired standard errors) fails too
+    old = cm.compare_models(ann, criterion="heldout")
+    assert old.attrs["criterion"] == "heldout" and old["eligible"].all()
+    assert accuracies[auto.choose(old)] < max(accuracies.values()) - 0.3
+
+
+def test_choose_by_sharing_takes_the_best_eligible_score():
+    table = pd.DataFrame({"score": [-1.00, -1.01, -1.02], "dse": [0.0, 0.01, 0.02],
+                          "params_per_annotator": [1, 12, 4],
+                          "eligible": [False, True, True]},
+                         index=["one_coin", "pooled", "spammer"])
+    table.attrs["criterion"] = "sharing"
+    assert auto.choose(table) == "pooled"
+    # without a candidate of SHARING, compare_models falls back to the old rule
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        only = cm.compare_models(cm.datasets.load_rte(), candidates=["one_coin", "two_coin"],
+                                 n_splits=1)
+    assert only.attrs["criterion"] == "heldout" and only["eligible"].all()
 
 
 def test_choose_prefers_the_simpler_of_close_scores():

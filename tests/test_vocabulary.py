@@ -53,6 +53,7 @@ def _models():
     yield "two_coin", two_coin.build_model(with_features)
     for variant in ("full", "one_coin", "hierarchical"):
         yield "dawid_skene", dawid_skene.build_model(classes, variant=variant)
+    yield "dawid_skene", dawid_skene.build_model(classes, variant="pooled", spread=1.0)
     yield "dawid_skene", dawid_skene.build_model(with_features)
     yield "ordinal", ordinal.build_model(levels)
     yield "ordinal", ordinal.build_model(levels_features)

@@ -27,12 +27,16 @@ reads each annotator as either answering from the truth, with probability
 reports the trustworthiness with intervals. ``--model item-difficulty`` (GLAD,
 no features) gives each annotator an ``ability`` and each item an ``easiness``
 (in ``items.csv``). ``--model auto`` scores two-coin (two classes),
-Dawid-Skene full and one-coin, spammer and item-difficulty on held-out labels
-(``crowd_models.compare_models``, no gold read), prints the ranking and fits
-the chosen family (``crowd_models.auto.choose``); ``fit.nc`` records the
-ranking. Fits with features also write ``coefficients.csv``.
+Dawid-Skene full, one-coin and pooled, spammer and item-difficulty on held-out
+labels (``crowd_models.compare_models``, no gold read), prints the ranking and
+fits the best score among pooled, spammer and item-difficulty (criterion
+``sharing`` of ``crowd_models.auto.choose``: label prediction alone can favour
+a model whose truth is worse); ``fit.nc`` records the ranking. Fits with
+features also write ``coefficients.csv``.
 
-Variants (``--variant``): dawid-skene ``full`` (default), ``one_coin``,
+Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
+confusion rows pooled toward the population's, with a spread chosen by
+empirical Bayes, ``--spread`` to fix it), ``full``, ``one_coin``,
 ``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
 ``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
 item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
@@ -173,11 +177,13 @@ def _parser() -> argparse.ArgumentParser:
     fam = f.add_argument_group("model")
     fam.add_argument("--model", default="two-coin", choices=[*sorted(MODEL_NAMES), "auto"],
                      help="model family (default: two-coin); auto: chosen without gold by "
-                          "held-out labels among the categorical families")
+                          "held-out labels among the pooled Dawid-Skene, spammer and "
+                          "item-difficulty families")
     fam.add_argument("--variant",
-                     help="variant of the family: dawid-skene full (default), one_coin, "
-                          "hierarchical; ordinal cumulative (default), latent; continuous "
-                          "gaussian (default), student_t (the noise). hierarchical, latent and "
+                     help="variant of the family: dawid-skene pooled (default), full, "
+                          "one_coin, hierarchical; ordinal cumulative (default), latent; "
+                          "continuous gaussian (default), student_t (the noise). hierarchical, "
+                          "latent and "
                           "student_t have no EM (--method map or nuts)")
     fam.add_argument("--method", default="map", choices=["em", "map", "nuts"],
                      help="EM only, MAP with PyMC (started at EM), or NUTS (started at the "

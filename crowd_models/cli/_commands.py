@@ -88,7 +88,8 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
 
 
 _AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
-                "dawid_skene": ("dawid-skene", "full"), "spammer": ("spammer", ""),
+                "dawid_skene": ("dawid-skene", "full"), "pooled": ("dawid-skene", "pooled"),
+                "spammer": ("spammer", ""),
                 "item_difficulty": ("item-difficulty", "fixed")}
 """``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
 
@@ -98,7 +99,8 @@ def _auto_plan(ann, plan, progress):
     plan of the chosen family's fit."""
     from crowd_models.auto import choose, compare_models
 
-    progress.step("choosing the model without gold: 10% of the labels held out, 3 splits")
+    progress.step("choosing the model without gold: 10% of the labels held out, 3 splits; "
+                  "the best score among the eligible candidates")
     try:
         table = compare_models(ann)
     except ValueError as err:
@@ -111,7 +113,7 @@ def _auto_plan(ann, plan, progress):
                                                         else "") + ")")
     options = {"variant": variant} if variant else {}
     plan = dataclasses.replace(plan, model=model, variant=variant, options=options)
-    return plan, table.reset_index().to_dict("records")
+    return plan, (table.reset_index().to_dict("records"), table.attrs["criterion"])
 
 
 def run_fit(args, argv=None) -> int:
@@ -160,7 +162,7 @@ def run_fit(args, argv=None) -> int:
     if args.continuous:
         info.update(bias=int(args.bias), scale=int(args.scale))
     if ranking is not None:
-        info["ranking"] = ranking
+        info["ranking"], info["criterion"] = ranking
     info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
     if args.method == "nuts":
         info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],

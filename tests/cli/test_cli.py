@@ -109,13 +109,23 @@ def test_fit_dawid_skene_em(tmp_path, capsys):
     sim = dawid_skene.simulate(conf, n_items=200, classes=["cat", "dog", "fox"],
                                rng=np.random.default_rng(8))
     sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
-    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
-                 "--method", "em", "--out", str(tmp_path / "out")])
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "full", "--method", "em", "--out", str(tmp_path / "out")])
     assert code == 0
     table = pd.read_csv(tmp_path / "out" / "annotators.csv", index_col=0)
     assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
     assert "accuracy_fox_upper" in capsys.readouterr().out
     assert (tmp_path / "out" / "annotators.png").stat().st_size > 0
+    # the default variant is the pooled one, with the empirical-Bayes spread
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
+                 "--method", "em", "--out", str(tmp_path / "pooled")])
+    assert code == 0
+    fit = dawid_skene.em(sim, variant="pooled")
+    table = pd.read_csv(tmp_path / "pooled" / "annotators.csv", index_col=0)
+    np.testing.assert_allclose(table["accuracy_cat_mean"],
+                               cm.report.annotator_summary(fit)["accuracy_cat_mean"])
+    with xr.open_datatree(tmp_path / "pooled" / "fit.nc", engine="h5netcdf") as saved:
+        assert saved.attrs["variant"] == "pooled"
 
 
 def test_fit_spammer_em_reports_trust(tmp_path, capsys):
@@ -181,7 +191,8 @@ def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
     fit = xr.open_dataset(out / "fit.nc", engine="h5netcdf")
     ranking = json.loads(fit.attrs["ranking"])
     assert {row["candidate"] for row in ranking} == {"one_coin", "dawid_skene", "spammer",
-                                                     "item_difficulty"}
+                                                     "item_difficulty", "pooled"}
+    assert fit.attrs["criterion"] == "sharing"
     assert fit.attrs["family"] == "spammer"
     # prior options belong to one family, and auto has none
     assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--spam-prior", "2",
@@ -571,7 +582,8 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
         assert flag in text, flag
     assert "default: two-coin" in text and "(default: 1000)" in text
     # the variants are the families' own
-    assert cli.VARIANTS["dawid-skene"] == dawid_skene.VARIANTS
+    assert set(cli.VARIANTS["dawid-skene"]) == set(dawid_skene.VARIANTS)
+    assert cli.VARIANTS["dawid-skene"][0] == "pooled"  # the command line's default
     assert cli.VARIANTS["ordinal"] == ordinal.VARIANTS
     assert cli.VARIANTS["continuous"] == continuous.NOISES
     # every default shown in --help is the family's
@@ -586,6 +598,9 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
                 default = documented_none.get((prior.name, key))
             if prior.name == "confusion_prior":  # None: 3 on the diagonal, 1 + 1/(K-1) off it
                 assert shown == "3,1+1/(K-1)"
+                continue
+            if prior.name == "spread":  # None: dawid_skene.empirical_spread
+                assert default is None and shown == "empirical Bayes"
                 continue
             numbers = [float(v) for v in shown.split(",")]
             assert numbers == list(np.atleast_1d(default)), (prior.name, key)

@@ -92,8 +92,8 @@ CASES = [
     (["labels.tsv", *EM], r"probably separated by '\\t': pass --sep '\\t'"),
     (["labels.csv", *EM, "--variant", "full"], r"--model two-coin has no variants"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "latent"],
-     r"--variant 'latent' is not a variant of --model dawid-skene; choose one of full, "
-     r"one_coin, hierarchical"),
+     r"--variant 'latent' is not a variant of --model dawid-skene; choose one of pooled, "
+     r"full, one_coin, hierarchical"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "hierarchical"],
      r"--variant hierarchical of --model dawid-skene has no EM; use --method map"),
     (["labels.csv", *EM, "--model", "ordinal", "--variant", "latent"],
@@ -106,10 +106,10 @@ CASES = [
      r"--confusion-prior applies to --model dawid-skene --variant full, not --model two-coin"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--accuracy-prior", "3,2"],
      r"--accuracy-prior applies to --model dawid-skene --variant one_coin, not --model "
-     r"dawid-skene --variant full"),
+     r"dawid-skene --variant pooled"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--sensitivity-prior", "3,2"],
      r"--sensitivity-prior applies to --model two-coin or --model ordinal --variant "
-     r"cumulative, not --model dawid-skene --variant full"),
+     r"cumulative, not --model dawid-skene --variant pooled"),
     (["labels.csv", *EM, "--sensitivity-prior", "0.5,2"],
      r"--sensitivity-prior '0.5,2': a Beta prior needs A >= 1 and B >= 1"),
     (["labels.csv", *EM, "--sensitivity-prior", "3"],
@@ -124,7 +124,8 @@ CASES = [
      r"--coef-precision applies with --features only"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--features", "features.csv",
       "--coef-precision", "0"], r"--coef-precision '0': it must be > 0"),
-    (["labels.csv", *EM, "--model", "dawid-skene", "--confusion-prior", "0.5,1"],
+    (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "full",
+      "--confusion-prior", "0.5,1"],
      r"Dirichlet pseudo-counts must be >= 1"),
     (["ratings.csv", *EM, "--continuous", "--bias-sd", "2"],
      r"--bias-sd applies with --bias .*; add --bias"),
