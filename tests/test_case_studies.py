@@ -130,7 +130,7 @@ def _music_gold_logistic_accuracy() -> float:
     return float(np.mean(predicted == y_test.to_numpy()))
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # 130-150 s: in make validate, to keep make test under 20 minutes
 def test_dawid_skene_runs_and_the_models_beat_majority_vote():
     result = run_and_check_figures("dawid_skene", DAWID_SKENE_FIGURES)
 
