@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
+from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.inference import fit_map
@@ -104,24 +104,14 @@ def _candidates(annotations: Annotations, candidates) -> list[str]:
     return names
 
 
-def _label_probabilities(name: str, fit, train: Annotations, rows) -> np.ndarray:
+def _label_probabilities(fit, rows) -> np.ndarray:
     """(row, label_class) probabilities of the labels of the given rows of the long
-    table under a fit to ``train``: sum over classes of the item's posterior times
-    the annotator's probability of each label given the class."""
+    table under a fit to the other labels: sum over classes of the item's posterior
+    times the annotator's probability of each label given the class."""
     item, annotator = rows
-    prob = fit["item_class_prob"].values[0, 0][item]  # (row, true_class)
-    if name == "two_coin":
-        sens = fit["sensitivity"].values[0, 0][annotator]
-        spec = fit["specificity"].values[0, 0][annotator]
-        conf = np.stack([np.stack([spec, 1 - spec], -1), np.stack([1 - sens, sens], -1)], 1)
-    elif name == "item_difficulty":
-        right = expit(fit["ability"].values[0, 0][annotator]
-                      * fit["easiness"].values[0, 0][item])
-        K = train.n_classes
-        eye = np.eye(K)
-        conf = eye * right[:, None, None] + (1 - eye) * ((1 - right) / (K - 1))[:, None, None]
-    else:
-        conf = fit["confusion"].values[0, 0][annotator]  # (row, true_class, label_class)
+    values = draw_values(fit, 0)
+    prob = values["item_class_prob"][item]  # (row, true_class)
+    conf = label_probabilities(values, prob.shape[1], item, annotator)
     return np.einsum("rk,rkl->rl", prob, conf)
 
 
@@ -196,7 +186,7 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         for name in names:
             family, options = family_of(name)
             fit = family.em(train, **options)
-            prob = _label_probabilities(name, fit, train, rows)
+            prob = _label_probabilities(fit, rows)
             scores[name].append(np.log(np.clip(prob[np.arange(len(hidden)),
                                                     annotations.labels[hidden]], 1e-300, 1)))
     per_label = {name: np.concatenate(s) for name, s in scores.items()}
