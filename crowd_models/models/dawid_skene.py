@@ -574,18 +574,7 @@ def build_model(
                 dims=dims,
             )
         elif variant == "pooled":
-            advantage, sd = pri["population"]
-            # sigma as float64: PyTensor makes a Python float that float32 holds
-            # exactly (1.5) a float32 constant, and log(sigma) would lose 1e-8
-            pop = pm.ZeroSumNormal("population_logit", sigma=np.float64(sd),
-                                   dims=(D.TRUE_CLASS, D.LABEL_CLASS)) + advantage * (
-                np.eye(K) - 1.0 / K)
-            pm.Deterministic("confusion_mean", pt.special.softmax(pop, axis=-1),
-                             dims=(D.TRUE_CLASS, D.LABEL_CLASS))
-            pm.Data("confusion_spread", spread)
-            offset = pm.ZeroSumNormal("confusion_offset", sigma=1.0, dims=dims)
-            confusion = pm.Deterministic(
-                "confusion", pt.special.softmax(pop[None] + spread * offset, axis=-1), dims=dims)
+            confusion = _pooled_confusion_variables(K, pri, spread)
         else:
             advantage, sd = pri["population"]
             centred_eye = np.eye(K) - 1.0 / K
@@ -622,6 +611,23 @@ def build_model(
                                  coef_precision=coef_precision,
                                  intercept_precision=intercept_precision)
     return model
+
+
+def _pooled_confusion_variables(K, pri, spread):
+    """The pooled model's population, offsets and confusion (inside the model)."""
+    advantage, sd = pri["population"]
+    # sigma as float64: PyTensor makes a Python float that float32 holds exactly
+    # (1.5) a float32 constant, and log(sigma) would lose 1e-8
+    pop = pm.ZeroSumNormal("population_logit", sigma=np.float64(sd),
+                           dims=(D.TRUE_CLASS, D.LABEL_CLASS)) + advantage * (
+        np.eye(K) - 1.0 / K)
+    pm.Deterministic("confusion_mean", pt.special.softmax(pop, axis=-1),
+                     dims=(D.TRUE_CLASS, D.LABEL_CLASS))
+    pm.Data("confusion_spread", spread)
+    dims = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
+    offset = pm.ZeroSumNormal("confusion_offset", sigma=1.0, dims=dims)
+    return pm.Deterministic(
+        "confusion", pt.special.softmax(pop[None] + spread * offset, axis=-1), dims=dims)
 
 
 def _pooled_spread(annotations, pri, variant, spread):
