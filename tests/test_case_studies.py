@@ -160,3 +160,14 @@ def test_dawid_skene_runs_and_the_models_beat_majority_vote():
     # the oracle, recomputed from the loaders: L2 logistic regression (C = 1, the
     # model's coefficient precision) on the true genres of the standardised songs
     assert abs(gold_lr - _music_gold_logistic_accuracy()) < 5e-5
+
+
+@pytest.mark.validate  # about a minute: make validate
+def test_spammers_and_difficulty_runs_and_chooses_without_gold():
+    proc = run_and_check_figures("spammers_and_difficulty", [
+        "rte_easiness_vs_gold_disagreement.png", "rte_ppc_two_coin.png",
+        "rte_ppc_pooled_dawid_skene.png", "rte_ppc_spammer.png",
+        "rte_ppc_item_difficulty.png"])
+    out = proc.stdout
+    assert "web search: chosen pooled" in out
+    assert "spam-heavy (simulated): chosen spammer" in out
