@@ -462,7 +462,9 @@ def test_nuts_recovers_the_latent_model():
 
     sim = ordinal.simulate(**LATENT, n_items=300, rng=np.random.default_rng(9))
     model = ordinal.build_model(sim, variant="latent")
-    idata = cm.sample(model, draws=1000, tune=600, chains=2, random_seed=8, progressbar=False)
+    # 1500 draws: at 1000 the largest r-hat was 1.0105 (bias of annotator_1) on the
+    # 2026-12-02 machine, at this commit and at the one before it alike
+    idata = cm.sample(model, draws=1500, tune=600, chains=2, random_seed=8, progressbar=False)
     summ = az.summary(idata, var_names=["bias", "noise", "level_spacing", "prevalence"])
     assert summ["r_hat"].max() <= 1.01
     assert int(idata.sample_stats["diverging"].sum()) == 0
