@@ -50,7 +50,7 @@ def run_and_check_figures(name: str, figures: list[str]) -> subprocess.Completed
     return result
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # moved out of make test: the suite took 70 min in a fresh CI here
 def test_raykar_2009_runs_and_the_model_beats_majority_vote_on_rte():
     result = run_and_check_figures("raykar_2009", RAYKAR_FIGURES)
 

@@ -122,3 +122,99 @@ def test_nuts_recovers_the_hierarchical_model():
             {"ability": ann.truth["ability"].values}, min_cover=0.66, draws=1000)
     spread = idata.posterior["easiness_spread"].quantile([0.05, 0.95]).values
     assert spread[0] < 0.8 < spread[1]
+
+
+# ------------------------------------------------------------------ IRT
+@pytest.fixture(scope="module")
+def irt_data():
+    """Binary labels from the IRT variant: items of varied difficulty, biased annotators."""
+    rng = np.random.default_rng(3)
+    return idf.simulate_irt(rng.normal(1.0, 1.0, 8), rng.normal(0, 0.7, 8),
+                            rng.normal(0, 1, 300), np.exp(rng.normal(0, 0.5, 300)),
+                            prevalence=0.4, labels_per_item=5, rng=rng)
+
+
+def test_irt_marginal_loglik_matches_brute_force():
+    df = pd.DataFrame({  # item "q" has a repeated label from "u"
+        "item": ["p", "p", "q", "q", "q", "r"],
+        "annotator": ["u", "v", "u", "u", "v", "v"],
+        "label": ["no", "yes", "yes", "yes", "no", "yes"],
+    })
+    ann = cm.Annotations.from_frame(df)
+    assert list(ann.classes) == ["no", "yes"]
+    model = idf.build_model(ann, variant="irt")
+    ability, bias = np.array([1.3, -0.4]), np.array([0.5, -0.8])
+    difficulty, log_easiness = np.array([0.3, -1.0, 1.5]), np.array([0.2, -0.7, 1.1])
+    prev = np.array([0.35, 0.65])
+    total = 0.0
+    for z in itertools.product(range(2), repeat=ann.n_items):
+        p = np.prod(prev[list(z)])
+        for i, j, y in zip(ann.item_idx, ann.annotator_idx, ann.labels, strict=True):
+            shift = bias[j] if z[i] == 1 else -bias[j]
+            right = expit(np.log1p(np.exp(np.exp(log_easiness[i]) * (
+                ability[j] + shift - difficulty[i]))))
+            p *= right if y == z[i] else 1 - right
+        total += p
+    point = {"ability": ability, "bias": bias, "difficulty": difficulty,
+             "log_easiness": log_easiness, "prevalence_simplex__": SIMPLEX.forward(prev).eval()}
+    per_item = model.compile_fn(model.logp(vars=[model["item_labels"]], sum=False)[0])(point)
+    np.testing.assert_allclose(per_item.sum(), np.log(total), rtol=1e-12)
+    log_prior = (stats.norm.logpdf(ability, 1, 1).sum() + stats.norm.logpdf(bias).sum()
+                 + stats.norm.logpdf(difficulty).sum() + stats.norm.logpdf(log_easiness).sum()
+                 + stats.dirichlet.logpdf(prev, [2, 2]))
+    logp = model.compile_logp(jacobian=False)(point)
+    np.testing.assert_allclose(logp, np.log(total) + log_prior, rtol=1e-12)
+    pri = idf._priors(ann, *idf.DEFAULT_PRIORS.values())
+    params = {"ability": ability, "bias": bias, "difficulty": difficulty,
+              "log_easiness": log_easiness, "prevalence": prev}
+    np.testing.assert_allclose(idf._log_posterior(ann, params, pri), logp, rtol=1e-12)
+
+
+def test_irt_map_equals_em_and_recovers(irt_data):
+    em_fit = idf.em(irt_data, variant="irt", tol=1e-10)
+    assert em_fit.attrs["converged"]
+    map_fit = cm.fit_map(idf.build_model(irt_data, variant="irt"))
+    for name in ("ability", "bias", "difficulty", "log_easiness", "prevalence",
+                 "item_class_prob", "sensitivity", "specificity"):
+        diff = np.abs(map_fit.posterior[name].values - em_fit[name].values).max()
+        assert diff <= 1e-6, (name, diff)
+    truth = irt_data.truth.sel(annotator=em_fit["annotator"], item=em_fit["item"])
+    for name, least in (("ability", 0.8), ("sensitivity", 0.7), ("specificity", 0.7)):
+        r = np.corrcoef(em_fit[name].values[0, 0], truth[name].values)[0, 1]
+        assert r > least, (name, r)  # 8 annotators: a correlation of 0.7 is noisy
+    rho = stats.spearmanr(em_fit["difficulty"].values[0, 0], truth["difficulty"].values)
+    assert rho.statistic > 0.25  # 5 binary labels an item say little about its difficulty
+    vote = cm.majority_vote(irt_data).to_numpy().argmax(axis=1)
+    assert cm.report.accuracy(em_fit, irt_data) > np.mean(vote == irt_data.gold) + 0.01
+    table = cm.report.item_table(em_fit, irt_data)
+    np.testing.assert_allclose(table["difficulty_mean"], em_fit["difficulty"].values[0, 0])
+
+
+def test_irt_bad_input(irt_data, varied):
+    with pytest.raises(ValueError, match="for binary labels.*3 classes"):
+        idf.build_model(varied, variant="irt")
+    with pytest.raises(ValueError, match="bias_sd apply to the IRT variants"):
+        idf.em(varied, bias_sd=0.5)
+    with pytest.raises(ValueError, match="irt_hierarchical variant has no EM"):
+        idf.em(irt_data, variant="irt_hierarchical")
+    with pytest.raises(ValueError, match="difficulty_sd must be a positive number"):
+        idf.em(irt_data, variant="irt", difficulty_sd=0.0)
+    with pytest.raises(ValueError, match="bias has 1 entries for 2 annotators"):
+        idf.simulate_irt([1.0, 2.0], [0.0], [0.0], [1.0])
+    with pytest.raises(ValueError, match="easiness must be one positive"):
+        idf.simulate_irt([1.0], [0.0], [0.0, 1.0], [1.0])
+
+
+@pytest.mark.validate  # at 1000 draws the easiness spread's r-hat was 1.014 (six labels an item)
+def test_nuts_recovers_the_hierarchical_irt_model():
+    rng = np.random.default_rng(13)
+    ann = idf.simulate_irt(rng.normal(1.5, 0.8, 6), rng.normal(0, 0.5, 6),
+                           rng.normal(0, 0.7, 150), np.exp(rng.normal(0, 0.4, 150)), rng=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        idata = assert_nuts_recovers(
+            idf.build_model(ann, variant="irt_hierarchical"),
+            {"sensitivity": ann.truth["sensitivity"].values,
+             "specificity": ann.truth["specificity"].values}, min_cover=0.66, draws=2000)
+    spread = idata.posterior["difficulty_spread"].quantile([0.05, 0.95]).values
+    assert spread[0] < 0.7 < spread[1]

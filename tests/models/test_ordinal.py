@@ -456,7 +456,7 @@ def test_nuts_recovers_the_cumulative_model(sim_cumulative, cumulative_model):
     assert np.isfinite(table["specificity_sd"]).all()
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # moved out of make test: the suite took 70 min in a fresh CI here
 def test_nuts_recovers_the_latent_model():
     import arviz as az
 
@@ -479,7 +479,7 @@ def test_nuts_recovers_the_latent_model():
     assert list(order[[0, -1]]) == ["annotator_4", "annotator_0"]  # strictest, most lenient
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # moved out of make test: the suite took 70 min in a fresh CI here
 def test_nuts_recovers_the_latent_model_with_every_option():
     # probit link, guessing and per-annotator cut points in one model: one NUTS run
     # covers the three options (the logit model without them is tested above)
@@ -492,7 +492,7 @@ def test_nuts_recovers_the_latent_model_with_every_option():
     assert_nuts_recovers(model, {n: sim.truth[n].values for n in names}, min_cover=0.75)
 
 
-@pytest.mark.slow
+@pytest.mark.validate  # moved out of make test: the suite took 70 min in a fresh CI here
 def test_case_study_web_search():
     from tests.test_case_studies import run_and_check_figures
 
