@@ -60,6 +60,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
+from scipy.stats import norm
 
 from crowd_models import _dims as D
 from crowd_models import _trust
@@ -132,8 +133,7 @@ def _require(annotations: Annotations, variant: str) -> None:
 
 
 def _priors(ann: Annotations, ability_prior, easiness_sd, spread_prior,
-            prevalence_prior, bias_sd=DEFAULT_PRIORS["bias_sd"],
-            difficulty_sd=DEFAULT_PRIORS["difficulty_sd"]) -> dict:
+            prevalence_prior, bias_sd, difficulty_sd) -> dict:
     mean, sd = C.parameter_pair(ability_prior, "ability_prior", ann.n_annotators,
                                 what="(mean, sd) of Normal", parts="mean and sd")
     if np.any(~np.isfinite(mean)) or np.any(~(sd > 0)) or np.any(~np.isfinite(sd)):
@@ -185,20 +185,14 @@ def _joint_pt(ability, log_easiness, log_prev, ann):
 
 
 # ----------------------------------------------------------- EM pieces
-def _normal_logpdf(x, mean, sd) -> float:
-    x = np.asarray(x, dtype=float)
-    sd = np.broadcast_to(sd, x.shape)
-    return float(-0.5 * np.sum(((x - mean) / sd) ** 2) - np.sum(np.log(sd * np.sqrt(2 * np.pi))))
-
-
 def _log_prior(params, pri) -> float:
     """The log prior of the fixed variants ("fixed", and "irt" when ``params``
     holds ``bias`` and ``difficulty``)."""
-    lp = _normal_logpdf(params["ability"], *pri["ability"])
-    lp += _normal_logpdf(params["log_easiness"], 0.0, pri["easiness_sd"])
+    lp = norm.logpdf(params["ability"], *pri["ability"]).sum()
+    lp += norm.logpdf(params["log_easiness"], 0.0, pri["easiness_sd"]).sum()
     if "difficulty" in params:
-        lp += _normal_logpdf(params["bias"], 0.0, pri["bias_sd"])
-        lp += _normal_logpdf(params["difficulty"], 0.0, pri["difficulty_sd"])
+        lp += norm.logpdf(params["bias"], 0.0, pri["bias_sd"]).sum()
+        lp += norm.logpdf(params["difficulty"], 0.0, pri["difficulty_sd"]).sum()
     return float(lp + C.dirichlet_logpdf_nojac(params["prevalence"], pri["prevalence"]))
 
 
@@ -247,8 +241,14 @@ def _m_step(ann, prob, pri, previous, max_iter=200):
     correct = prob[ann.item_idx, ann.labels]
     ability, log_easiness = _fit_rates(ann, correct, pri, previous["ability"],
                                        previous["log_easiness"], max_iter)
+    return {"ability": ability, "log_easiness": log_easiness,
+            "prevalence": _prevalence_step(prob, pri)}
+
+
+def _prevalence_step(prob, pri):
+    """The closed-form M-step of ``prevalence`` (Dirichlet prior, no Jacobian)."""
     prev = prob.sum(axis=0) + pri["prevalence"] - 1
-    return {"ability": ability, "log_easiness": log_easiness, "prevalence": prev / prev.sum()}
+    return prev / prev.sum()
 
 
 def _start(ann, pri):
@@ -318,8 +318,9 @@ def _irt_fit_rates(ann, prob, pri, previous, max_iter):
             eta = sign * c * x
             value += p[:, k] @ log_expit(eta)
             g_u = p[:, k] * expit(-eta) * sign * c * expit(u)
-            g_a = g_a + np.bincount(j, weights=g_u * e, minlength=J)
-            g_b = g_b + c * np.bincount(j, weights=g_u * e, minlength=J)
+            per_annotator = np.bincount(j, weights=g_u * e, minlength=J)
+            g_a = g_a + per_annotator
+            g_b = g_b + c * per_annotator
             g_d = g_d - np.bincount(i, weights=g_u * e, minlength=n)
             g_le = g_le + np.bincount(i, weights=g_u * u, minlength=n)
         return -value, -np.concatenate([g_a, g_b, g_d, g_le])
@@ -333,9 +334,8 @@ def _irt_fit_rates(ann, prob, pri, previous, max_iter):
 
 
 def _irt_m_step(ann, prob, pri, previous, max_iter=200):
-    prev = prob.sum(axis=0) + pri["prevalence"] - 1
     return {**_irt_fit_rates(ann, prob, pri, previous, max_iter),
-            "prevalence": prev / prev.sum()}
+            "prevalence": _prevalence_step(prob, pri)}
 
 
 def _irt_start(ann, pri):
@@ -677,9 +677,9 @@ def simulate_irt(
     n_items = len(difficulty)
     z = (rng.random(n_items) < prevalence).astype(int)
     item_idx, ann_idx = C.simulation_design(n_items, len(ability), labels_per_item, rng)
-    c = 2.0 * z[item_idx] - 1.0
-    right = rng.random(len(item_idx)) < expit(np.logaddexp(0.0, easiness[item_idx] * (
-        ability[ann_idx] + c * bias[ann_idx] - difficulty[item_idx])))
+    _, x = _irt_correct_logits(ability, bias, np.log(easiness), difficulty,
+                               2.0 * z[item_idx] - 1.0, item_idx, ann_idx)
+    right = rng.random(len(item_idx)) < expit(x)
     y = np.where(right, z[item_idx], 1 - z[item_idx])
     sens, spec = _typical_rates(ability, bias)
     truth = {"ability": (_DIMS["ability"], ability), "bias": (_DIMS["bias"], bias),
