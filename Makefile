@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --locked --extra dev --extra jax
+	$(UV) sync --locked --extra dev --extra jax --extra distributed
 	@touch $@
 
 demo: .venv/.synced
@@ -21,12 +21,14 @@ test: .venv/.synced
 test-fast: .venv/.synced
 	$(UV) run --no-sync pytest -m "not slow and not validate"
 
-# heavier checks kept out of `make test` (its 20-minute budget on 2 cores)
+# heavier checks kept out of `make test` (its 20-minute budget on 2 cores), then
+# the calibration study (hours), which writes validation/README.md
 validate: .venv/.synced
 	$(UV) run --no-sync pytest -m validate
+	$(UV) run --no-sync python validation/study.py
 
 lint: .venv/.synced
-	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks
+	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks validation
 
 benchmark: .venv/.synced
 	for script in benchmarks/*.py; do $(UV) run --no-sync python $$script || exit 1; done

@@ -6,6 +6,7 @@ the family ``auto.choose`` takes from it (criterion "sharing", and the older
     .venv/bin/python benchmarks/model_choice.py             # every set
     .venv/bin/python benchmarks/model_choice.py --only rte dog
     .venv/bin/python benchmarks/model_choice.py --simulations   # label-bias and other crowds
+    .venv/bin/python benchmarks/model_choice.py --loo --only rte   # criterion "loo" and its cost
 
 Labels as in ``accuracy.py`` (features dropped, repeated pairs reduced to
 their first label); ``compare_models`` with its defaults (10% held out, 3
@@ -13,6 +14,14 @@ splits, seed 0). Printed per set: the ranking with each candidate's accuracy
 (its EM on all labels), then one line: the best score's family, the chosen
 family and the best family by accuracy, with the chosen one's shortfall.
 Gold is read only to print the accuracies.
+
+With ``--loo``: ``auto_fit(criterion="loo")`` (one NUTS fit per candidate,
+PSIS-LOO over items) beside one NUTS fit of the default family (two-coin for
+two classes, full Dawid-Skene otherwise) with the same settings, each run
+twice in this process: the first call compiles what the on-disk cache lacks
+(cold), the second compiles nothing (warm). Printed: the LOO table with
+accuracies and each candidate's seconds, and the ratios cold/cold and
+warm/warm.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import pandas as pd
 
 import crowd_models as cm
 from crowd_models import auto
-from crowd_models.models import two_coin
+from crowd_models.models import dawid_skene, two_coin
 
 HERE = Path(__file__).resolve().parent
 
@@ -89,14 +98,54 @@ def run(ann: cm.Annotations, label: str, t0: float, tools) -> str:
             f"shortfall {accuracy[best] - accuracy[chosen]:.4f}")
 
 
+def run_loo(ann: cm.Annotations, label: str, tools) -> str:
+    """Criterion "loo" on one set, timed against one NUTS fit of the default family."""
+    default = two_coin if ann.n_classes == 2 else dawid_skene
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        one, loo = [], []
+        for _ in range(2):  # cold, then warm
+            t0 = time.perf_counter()
+            cm.sample(default.build_model(ann), progressbar=False, random_seed=1)
+            one.append(time.perf_counter() - t0)
+        for _ in range(2):
+            t0 = time.perf_counter()
+            fit = auto.auto_fit(ann, criterion="loo")
+            loo.append(time.perf_counter() - t0)
+        table = pd.DataFrame(fit.attrs["ranking"]).set_index("candidate")
+        accuracy = {}
+        for candidate in table.index:
+            family, options = auto.family_of(candidate)
+            accuracy[candidate] = tools._accuracy(family.em(ann, **options), ann)
+    table["accuracy"] = pd.Series(accuracy)
+    chosen = fit.attrs["model"]
+    best = max(accuracy, key=accuracy.get)
+    name = default.__name__.rsplit('.', 1)[-1]
+    print(f"{label}: one NUTS fit of {name} {one[0]:.1f} s cold, {one[1]:.1f} s warm; "
+          f"auto_fit(criterion='loo') {loo[0]:.1f} s cold, {loo[1]:.1f} s warm; ratio "
+          f"{loo[0] / one[0]:.1f} cold, {loo[1] / one[1]:.1f} warm")
+    print(table.round(4).to_string(), flush=True)
+    return (f"{label:18s} loo {chosen:16s} {accuracy[chosen]:.4f}  best {best:16s} "
+            f"{accuracy[best]:.4f}  shortfall {accuracy[best] - accuracy[chosen]:.4f}  "
+            f"time ratio {loo[0] / one[0]:.1f} cold, {loo[1] / one[1]:.1f} warm")
+
+
 def main(argv=None) -> None:
     tools = _accuracy_tools()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(tools.SETS), choices=tools.SETS)
     parser.add_argument("--simulations", action="store_true",
                         help="the simulated scenarios (two seeds each) instead of the sets")
+    parser.add_argument("--loo", action="store_true",
+                        help="criterion 'loo' (NUTS per candidate) and its time against one "
+                             "NUTS fit, on the sets in --only")
     args = parser.parse_args(argv)
     lines = []
+    if args.loo:
+        for name in args.only:
+            lines.append(run_loo(tools.load(name), name, tools))
+        print("\n".join(lines))
+        return
     if args.simulations:
         for scenario in SCENARIOS:
             for seed in range(2):

@@ -12,14 +12,16 @@ the loaders and the command line's ``--help`` do not wait for PyMC.
 from importlib import import_module
 
 __all__ = ["Annotations", "majority_vote", "fit_map", "sample", "auto_fit", "compare_models",
-           "ppc", "datasets", "models", "report", "selection", "auto", "checks"]
+           "ppc", "sbc", "datasets", "models", "report", "selection", "auto", "checks",
+           "validation", "calibration"]
 __version__ = "0.1.0"
 
 _WHERE = {"Annotations": "crowd_models.data", "majority_vote": "crowd_models.baselines",
           "fit_map": "crowd_models.inference", "sample": "crowd_models.inference",
           "auto_fit": "crowd_models.auto", "compare_models": "crowd_models.auto",
-          "ppc": "crowd_models.checks"}
-_SUBMODULES = {"datasets", "models", "report", "selection", "auto", "checks"}
+          "ppc": "crowd_models.checks", "sbc": "crowd_models.validation"}
+_SUBMODULES = {"datasets", "models", "report", "selection", "auto", "checks", "validation",
+               "calibration"}
 
 
 def __getattr__(name: str):

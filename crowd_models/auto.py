@@ -32,11 +32,22 @@ Dawid-Skene model (rows pooled toward a population with an empirical-Bayes
 spread), the spammer model and the item-difficulty model (:data:`SHARING`).
 Criterion ``"heldout"`` is the earlier rule, kept for comparison: among all
 candidates whose score is within ``tolerance`` paired standard errors of the
-best, the one with the fewest parameters per annotator. DEVELOPING.md,
+best, the one with the fewest parameters per annotator.
+
+Criterion ``"loo"`` scores each candidate by PSIS-LOO over items instead
+(``arviz.loo`` on a NUTS fit of every candidate: the expected log density of
+an item's labels when the item is left out) and chooses like ``"sharing"``:
+the best score among the :data:`SHARING` candidates (among all when none is
+given). It costs one NUTS fit per candidate, and ``auto_fit`` returns the
+chosen candidate's fit without refitting. Models with a parameter per item
+(the item-difficulty model's easiness) leave items out poorly: their Pareto
+k values are high, and the table counts them (``high_k``). DEVELOPING.md,
 "Choosing a family without gold", has the measurements behind the default.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -44,7 +55,7 @@ import pandas as pd
 from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing
 from crowd_models.data import Annotations
-from crowd_models.inference import fit_map
+from crowd_models.inference import fit_map, sample
 from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
 
 CANDIDATES = {
@@ -58,9 +69,14 @@ CANDIDATES = {
 """Name -> (family module, keywords of its ``em``/``build_model``, parameters per
 annotator as a function of the number of classes K)."""
 
-CRITERIA = ("sharing", "heldout")
-"""The choice rules: ``"sharing"`` (default) and ``"heldout"`` (module docstring).
-Both score every candidate on the same held-out labels."""
+CRITERIA = ("sharing", "heldout", "loo")
+"""The choice rules (module docstring): ``"sharing"`` (default) and ``"heldout"``
+score every candidate on the same held-out labels, ``"loo"`` by PSIS-LOO over
+items from NUTS fits."""
+
+NUTS_DEFAULTS = {"draws": 500, "tune": 500, "chains": 4}
+"""The NUTS settings of criterion ``"loo"``: 2,000 draws for PSIS, half the
+iterations of :func:`crowd_models.sample`'s defaults; ``nuts=`` overrides them."""
 
 SHARING = ("pooled", "spammer", "item_difficulty")
 """The candidates criterion ``"sharing"`` chooses among (when any is a candidate)."""
@@ -136,7 +152,8 @@ def _holdout_rows(annotations: Annotations, fraction: float, rng) -> np.ndarray:
 
 
 def compare_models(annotations: Annotations, *, candidates=None, criterion: str = "sharing",
-                   fraction: float = 0.1, n_splits: int = 3, rng=0) -> pd.DataFrame:
+                   fraction: float | None = None, n_splits: int | None = None, rng=0,
+                   nuts: dict | None = None) -> pd.DataFrame:
     """Score every candidate family on the labels alone (no gold is read).
 
     Parameters
@@ -144,11 +161,14 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     annotations : categorical Annotations without features.
     candidates : names from :data:`CANDIDATES` (default: all that fit the labels;
         two_coin only for two classes).
-    criterion : ``"sharing"`` or ``"heldout"`` (see the module docstring): which
-        candidates are ``eligible``.
-    fraction : share of the labels hidden in each split, in (0, 0.5].
-    n_splits : number of random splits.
-    rng : seed or Generator of the splits.
+    criterion : ``"sharing"``, ``"heldout"`` or ``"loo"`` (see the module
+        docstring): how candidates are scored and which are ``eligible``.
+    fraction : share of the labels hidden in each split, in (0, 0.5]
+        (default 0.1; held-out criteria only).
+    n_splits : number of random splits (default 3; held-out criteria only).
+    rng : seed or Generator of the splits (of the NUTS seeds for ``"loo"``).
+    nuts : keywords of :func:`crowd_models.sample` for criterion ``"loo"``
+        (default :data:`NUTS_DEFAULTS`, without a progress bar).
 
     Returns
     -------
@@ -158,15 +178,33 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         its difference from the best score, paired over the same hidden
         labels; 0 for the best), ``n_hidden`` (hidden labels scored),
         ``params_per_annotator``, ``eligible`` (the candidates the criterion
-        chooses among); ``attrs["criterion"]``.
+        chooses among); ``attrs["criterion"]``. With criterion ``"loo"``:
+        ``score`` is the PSIS-LOO expected log predictive density of the
+        items' labels (a sum over items), ``se`` and paired ``dse`` over
+        items, ``p_loo`` (effective number of parameters), ``n_items`` and
+        ``high_k`` (items whose Pareto k exceeds ArviZ's threshold, where the
+        estimate is unreliable) in place of ``n_hidden``, and ``seconds`` (the
+        candidate's NUTS fit, its compile included).
 
-    Example
-    -------
+    Examples
+    --------
     >>> cm.compare_models(cm.datasets.load_rte(), n_splits=2)
+    >>> cm.compare_models(cm.datasets.load_rte(), candidates=["two_coin", "spammer"],
+    ...                   criterion="loo", nuts={"draws": 300, "tune": 300, "chains": 2})
     """
     names = _candidates(annotations, candidates)
     if criterion not in CRITERIA:
         raise ValueError(f"criterion={criterion!r} is not one of {CRITERIA}.")
+    if criterion == "loo":
+        if fraction is not None or n_splits is not None:
+            raise ValueError("fraction= and n_splits= set the held-out splits; criterion "
+                             "'loo' leaves out items by PSIS and takes nuts= instead.")
+        return _loo_comparison(annotations, names, rng, nuts)[0]
+    if nuts is not None:
+        raise ValueError("nuts= sets the NUTS fits of criterion='loo'; the held-out "
+                         f"criteria fit by EM (criterion={criterion!r}).")
+    fraction = 0.1 if fraction is None else fraction
+    n_splits = 3 if n_splits is None else n_splits
     if not (isinstance(fraction, float | int) and 0 < fraction <= 0.5):
         raise ValueError(f"fraction must be in (0, 0.5], got {fraction!r}.")
     if not (isinstance(n_splits, int) and n_splits >= 1):
@@ -198,24 +236,68 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
 
     table = pd.DataFrame({
         name: {"score": float(values.mean()), "se": se(values),
-               "dse": se(per_label[best] - values), "n_hidden": n,
-               "params_per_annotator": CANDIDATES[name][2](annotations.n_classes)}
+               "dse": se(per_label[best] - values), "n_hidden": n}
         for name, values in per_label.items()}).T
+    table = table.astype({"n_hidden": int})
+    return _finish_table(table, names, annotations.n_classes,
+                         criterion if criterion == "heldout" else "sharing")
+
+
+def _finish_table(table: pd.DataFrame, names: list[str], n_classes: int,
+                  criterion: str) -> pd.DataFrame:
+    """Add the parameter counts and the ``eligible`` column, best score first.
+    Without a candidate of SHARING, "sharing" falls back to "heldout" and "loo"
+    chooses among all candidates."""
     table.index.name = "candidate"
-    table = table.astype({"n_hidden": int, "params_per_annotator": int})
+    table["params_per_annotator"] = [CANDIDATES[name][2](n_classes) for name in table.index]
     sharing = [name for name in names if name in SHARING]
-    eligible = sharing if criterion == "sharing" and sharing else names
+    eligible = sharing if criterion != "heldout" and sharing else names
     table["eligible"] = table.index.isin(eligible)
     table = table.sort_values("score", ascending=False)
-    table.attrs["criterion"] = criterion if eligible is sharing else "heldout"
+    table.attrs["criterion"] = "heldout" if criterion == "sharing" and not sharing else criterion
     return table
+
+
+def _loo_comparison(annotations: Annotations, names: list[str], rng, nuts):
+    """The criterion-"loo" table and the candidates' NUTS fits, by name."""
+    import arviz as az
+
+    if nuts is not None and not isinstance(nuts, dict):
+        raise TypeError(f"nuts must be a dict of crowd_models.sample keywords, got "
+                        f"{type(nuts).__name__}.")
+    settings = {**NUTS_DEFAULTS, "progressbar": False, **(nuts or {})}
+    if "random_seed" in settings:
+        raise ValueError("nuts= cannot set random_seed: criterion 'loo' seeds each "
+                         "candidate's NUTS fit from rng.")
+    seeds = np.random.default_rng(rng).integers(2**31, size=len(names))
+    fits, pointwise, rows = {}, {}, {}
+    for name, seed in zip(names, seeds, strict=True):
+        family, options = family_of(name)
+        fits[name] = sample(family.build_model(annotations, **options),
+                            random_seed=int(seed), **settings)
+        with warnings.catch_warnings():  # counted in high_k instead
+            warnings.filterwarnings("ignore", message=".*[Pp]areto.*")
+            result = az.loo(fits[name], pointwise=True)
+        pointwise[name] = np.asarray(result.elpd_i).ravel()
+        rows[name] = {"score": float(result.elpd), "se": float(result.se),
+                      "p_loo": float(result.p), "n_items": int(result.n_data_points),
+                      "high_k": int(np.sum(np.asarray(result.pareto_k) > result.good_k)),
+                      "seconds": float(fits[name].attrs["seconds"])}
+    best = max(pointwise, key=lambda name: pointwise[name].sum())
+    for name, values in pointwise.items():
+        diff = pointwise[best] - values
+        rows[name]["dse"] = float(np.sqrt(len(diff)) * np.std(diff))  # as ArviZ's compare
+    table = pd.DataFrame(rows).T[["score", "se", "dse", "p_loo", "n_items", "high_k",
+                                  "seconds"]]
+    table = table.astype({"n_items": int, "high_k": int})
+    return _finish_table(table, names, annotations.n_classes, "loo"), fits
 
 
 def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
     """The candidate :func:`auto_fit` takes from a :func:`compare_models` table.
 
-    Criterion ``"sharing"`` (``table.attrs["criterion"]``, the default): the best
-    score among the ``eligible`` rows. Criterion ``"heldout"`` (also when no
+    Criteria ``"sharing"`` (``table.attrs["criterion"]``, the default) and
+    ``"loo"``: the best score among the ``eligible`` rows. Criterion ``"heldout"`` (also when no
     candidate of :data:`SHARING` is in the table): the fewest parameters per
     annotator among the rows whose score is within ``tolerance`` paired
     standard errors (``dse``) of the best (ties: the better score).
@@ -225,7 +307,7 @@ def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
     >>> from crowd_models import auto
     >>> auto.choose(cm.compare_models(cm.datasets.load_rte(), n_splits=2))
     """
-    if table.attrs.get("criterion", "heldout") == "sharing":
+    if table.attrs.get("criterion", "heldout") in ("sharing", "loo"):
         eligible = table[table["eligible"]]
         return str(eligible["score"].idxmax())
     best = table["score"].max()
@@ -235,15 +317,17 @@ def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
 
 
 def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sharing",
-             method: str = "map", tolerance: float = 2.0, rng=0, **compare_options):
+             method: str | None = None, tolerance: float = 2.0, rng=0, **compare_options):
     """Score the candidates (:func:`compare_models`), then fit the chosen one.
 
     Parameters
     ----------
     annotations : categorical Annotations without features.
     candidates, criterion, rng, **compare_options : as in :func:`compare_models`.
-    method : ``"map"`` (default: ``fit_map`` on the family's model, a DataTree)
-        or ``"em"`` (the family's EM, an xarray Dataset).
+    method : ``"map"`` (``fit_map`` on the family's model, a DataTree; the
+        default for the held-out criteria), ``"em"`` (the family's EM, an
+        xarray Dataset) or ``"nuts"`` (:func:`crowd_models.sample`; the default
+        for criterion ``"loo"``, which returns the fit it scored).
     tolerance : see :func:`choose` (criterion ``"heldout"`` only).
 
     Returns
@@ -260,14 +344,30 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     >>> fit = cm.auto_fit(cm.datasets.load_rte(), n_splits=2)
     >>> fit.attrs["model"]
     """
-    if method not in ("map", "em"):
-        raise ValueError(f"method must be 'map' or 'em', got {method!r}.")
-    table = compare_models(annotations, candidates=candidates, criterion=criterion, rng=rng,
-                           **compare_options)
+    if method is None:
+        method = "nuts" if criterion == "loo" else "map"
+    if method not in ("map", "em", "nuts"):
+        raise ValueError(f"method must be 'map', 'em' or 'nuts', got {method!r}.")
+    fits = {}
+    if criterion == "loo":
+        unknown = set(compare_options) - {"nuts"}
+        if unknown:
+            raise ValueError(f"criterion 'loo' takes nuts= but not {listing(sorted(unknown))} "
+                             f"(options of the held-out criteria).")
+        table, fits = _loo_comparison(annotations, _candidates(annotations, candidates), rng,
+                                      compare_options.get("nuts"))
+    else:
+        table = compare_models(annotations, candidates=candidates, criterion=criterion,
+                               rng=rng, **compare_options)
     chosen = choose(table, tolerance)
     family, options = family_of(chosen)
     if method == "em":
         fit = family.em(annotations, **options)
+    elif method == "nuts" and chosen in fits:
+        fit = fits[chosen]
+    elif method == "nuts":
+        fit = sample(family.build_model(annotations, **options), progressbar=False,
+                     random_seed=int(np.random.default_rng(rng).integers(2**31)))
     else:
         fit = fit_map(family.build_model(annotations, **options))
     fit.attrs.update(model=chosen, criterion=table.attrs["criterion"],
@@ -275,5 +375,5 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     return fit
 
 
-__all__ = ["CANDIDATES", "CRITERIA", "SHARING", "auto_fit", "choose", "compare_models",
-           "family_of"]
+__all__ = ["CANDIDATES", "CRITERIA", "NUTS_DEFAULTS", "SHARING", "auto_fit", "choose",
+           "compare_models", "family_of"]

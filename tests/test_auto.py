@@ -123,17 +123,62 @@ def test_bad_input(spam_crowd):
         cm.compare_models(spam_crowd, candidates=["glad"])
     with pytest.raises(ValueError, match="two_coin candidate needs two classes"):
         cm.compare_models(spam_crowd, candidates=["two_coin"])
-    with pytest.raises(ValueError, match="criterion='loo' is not one of"):
-        cm.compare_models(spam_crowd, criterion="loo")
+    with pytest.raises(ValueError, match="criterion='waic' is not one of"):
+        cm.compare_models(spam_crowd, criterion="waic")
+    with pytest.raises(ValueError, match="fraction= and n_splits=.*nuts= instead"):
+        cm.compare_models(spam_crowd, criterion="loo", n_splits=2)
+    with pytest.raises(ValueError, match="takes nuts= but not .*fraction"):
+        cm.auto_fit(spam_crowd, criterion="loo", fraction=0.2)
+    with pytest.raises(ValueError, match="nuts= sets the NUTS fits"):
+        cm.compare_models(spam_crowd, nuts={"draws": 100})
+    with pytest.raises(TypeError, match="nuts must be a dict"):
+        cm.compare_models(spam_crowd, criterion="loo", nuts=100)
+    with pytest.raises(ValueError, match="cannot set random_seed"):
+        cm.compare_models(spam_crowd, criterion="loo", nuts={"random_seed": 1})
     with pytest.raises(ValueError, match="continuous"):
         cm.auto_fit(cm.datasets.load_affect("anger"))
     with pytest.raises(ValueError, match="without a classifier"):
         cm.auto_fit(spam_crowd.with_features(np.ones((spam_crowd.n_items, 1))))
     with pytest.raises(ValueError, match="fraction must be in"):
         cm.compare_models(spam_crowd, fraction=0.9)
-    with pytest.raises(ValueError, match="method must be"):
-        cm.auto_fit(spam_crowd, method="nuts")
+    with pytest.raises(ValueError, match="method must be 'map', 'em' or 'nuts'"):
+        cm.auto_fit(spam_crowd, method="laplace")
     one_each = cm.Annotations.from_frame(pd.DataFrame(
         {"item": [1, 1, 2, 2], "annotator": ["u", "v", "w", "x"], "label": [0, 1, 0, 1]}))
     with pytest.raises(ValueError, match="single label|one label"):
         cm.compare_models(one_each)
+
+
+@pytest.mark.slow
+def test_loo_criterion_scores_items_by_psis_and_returns_the_fit_it_scored():
+    """On a crowd with 30% spammers, PSIS-LOO over items from NUTS prefers the
+    spammer model to the one-coin model, its paired standard error agrees with
+    ArviZ's own comparison, and auto_fit returns the chosen candidate's NUTS fit."""
+    import arviz as az
+
+    rng = np.random.default_rng(5)
+    trust = np.r_[rng.uniform(0.6, 0.9, 7), 0.0, 0.0, 0.0]
+    share = np.r_[np.full((7, 2), 0.5), [[0.9, 0.1]] * 3]
+    ann = spammer.simulate(trust, spam_share=share, n_items=80, labels_per_item=5, rng=rng)
+    nuts = {"draws": 300, "tune": 300, "chains": 2}
+    names = ["one_coin", "spammer"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = cm.auto_fit(ann, candidates=names, criterion="loo", nuts=nuts)
+        ours, fits = auto._loo_comparison(ann, names, 0, nuts)
+    table = pd.DataFrame(fit.attrs["ranking"]).set_index("candidate")
+    assert fit.attrs["model"] == "spammer" and fit.attrs["criterion"] == "loo"
+    assert fit.attrs["method"] == "nuts" and fit["posterior"].sizes["draw"] == 300
+    assert list(table.index) == ["spammer", "one_coin"], table
+    assert table.loc["spammer", "score"] - table.loc["one_coin", "score"] > \
+        2 * table.loc["one_coin", "dse"], table
+    assert (table["n_items"] == 80).all() and (table["p_loo"] > 0).all()
+    # the returned fit is the one scored, and the scores repeat from the same seed
+    assert az.loo(fit).elpd == pytest.approx(table.loc["spammer", "score"])
+    np.testing.assert_allclose(ours["score"], table["score"])
+    # the scores and the paired standard error of the difference are ArviZ's
+    arviz_table = az.compare(fits, round_to="none")
+    assert arviz_table.index[0] == "spammer"
+    assert ours.loc["one_coin", "dse"] == pytest.approx(arviz_table.loc["one_coin", "dse"])
+    assert ours.loc["one_coin", "score"] - ours.loc["spammer", "score"] == pytest.approx(
+        arviz_table.loc["one_coin", "elpd_diff"])

@@ -31,8 +31,12 @@ Dawid-Skene full, one-coin and pooled, spammer and item-difficulty on held-out
 labels (``crowd_models.compare_models``, no gold read), prints the ranking and
 fits the best score among pooled, spammer and item-difficulty (criterion
 ``sharing`` of ``crowd_models.auto.choose``: label prediction alone can favour
-a model whose truth is worse); ``fit.nc`` records the ranking. Fits with
-features also write ``coefficients.csv``.
+a model whose truth is worse); ``fit.nc`` records the ranking.
+``--criterion heldout`` takes the earlier rule (the fewest parameters per
+annotator within two standard errors of the best score), and ``--criterion
+loo`` scores the candidates by PSIS-LOO over items from one NUTS fit each
+(``--draws``, ``--tune``, ``--chains``, ``--seed`` set them) and chooses
+like ``sharing``. Fits with features also write ``coefficients.csv``.
 
 Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
 confusion rows pooled toward the population's, with a spread chosen by
@@ -179,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="model family (default: two-coin); auto: chosen without gold by "
                           "held-out labels among the pooled Dawid-Skene, spammer and "
                           "item-difficulty families")
+    fam.add_argument("--criterion", choices=["sharing", "heldout", "loo"],
+                     help="--model auto: how the candidates are scored and chosen (default: "
+                          "sharing; heldout: the fewest parameters within two standard errors "
+                          "of the best held-out score; loo: PSIS-LOO over items from a NUTS fit "
+                          "of each candidate)")
     fam.add_argument("--variant",
                      help="variant of the family: dawid-skene pooled (default), full, "
                           "one_coin, hierarchical; ordinal cumulative (default), latent; "

@@ -95,14 +95,23 @@ _AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_c
 
 
 def _auto_plan(ann, plan, progress):
-    """``--model auto``: the ranking of the candidates on held-out labels, and the
-    plan of the chosen family's fit."""
+    """``--model auto``: the ranking of the candidates (held-out labels, or PSIS-LOO
+    with ``--criterion loo``), and the plan of the chosen family's fit."""
     from crowd_models.auto import choose, compare_models
 
-    progress.step("choosing the model without gold: 10% of the labels held out, 3 splits; "
-                  "the best score among the eligible candidates")
+    if plan.criterion == "loo":
+        progress.step("choosing the model without gold: PSIS-LOO over items from a NUTS fit "
+                      "of each candidate; the best score among the eligible candidates")
+        nuts = {name: plan.nuts[name] for name in ("draws", "tune", "chains")}
+        options = {"criterion": "loo", "nuts": nuts, "rng": plan.nuts["seed"] or 0}
+    else:
+        rule = ("the best score among the eligible candidates" if plan.criterion == "sharing"
+                else "the fewest parameters within two standard errors of the best")
+        progress.step(f"choosing the model without gold: 10% of the labels held out, 3 "
+                      f"splits; {rule}")
+        options = {"criterion": plan.criterion}
     try:
-        table = compare_models(ann)
+        table = compare_models(ann, **options)
     except ValueError as err:
         raise InputError(str(err)) from None
     chosen = choose(table)

@@ -378,6 +378,7 @@ class _Plan:
     classes: list | None
     sep: str
     nuts: dict
+    criterion: str = "sharing"
 
     def n_steps(self, method: str) -> int:
         return (2 + self.has_em + (method in ("map", "nuts")) + (method == "nuts")
@@ -424,10 +425,16 @@ def _plan(args) -> _Plan:
                          f"or --method nuts.")
     priors = _prior_options(args, model, variant)
     penalties = _penalties(args.penalty, model)
+    criterion = args.criterion
+    if criterion is not None and model != "auto":
+        raise InputError(f"--criterion chooses the family of --model auto; --model {model} is "
+                         f"chosen already. Drop --criterion or use --model auto.")
     nuts = {}
     for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1), ("seed", 0)):
         value = _count(args, name, minimum)
         allowed = ("nuts", "map") if name == "seed" else ("nuts",)
+        if value is not None and criterion == "loo":
+            allowed = ("em", "map", "nuts")  # they set the NUTS fits that LOO scores
         if value is not None and args.method not in allowed:
             raise InputError(f"--{name} applies to --method {' or '.join(allowed)}, not "
                              f"--method {args.method}.")
@@ -445,4 +452,4 @@ def _plan(args) -> _Plan:
     classes = _class_names(args.classes, args.strip) if args.classes else None
     return _Plan(model=model, variant=variant, has_em=has_em, options={**options, **priors},
                  priors=priors, penalties=penalties, classes=classes,
-                 sep=_separator(args.sep), nuts=nuts)
+                 sep=_separator(args.sep), nuts=nuts, criterion=criterion or "sharing")

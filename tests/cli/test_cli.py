@@ -194,6 +194,15 @@ def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
                                                      "item_difficulty", "pooled"}
     assert fit.attrs["criterion"] == "sharing"
     assert fit.attrs["family"] == "spammer"
+    # the earlier rule on request, recorded as such
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--method", "em",
+                 "--criterion", "heldout", "--out", str(tmp_path / "heldout")]) == 0
+    assert "the fewest parameters" in capsys.readouterr().out
+    assert xr.open_dataset(tmp_path / "heldout" / "fit.nc",
+                           engine="h5netcdf").attrs["criterion"] == "heldout"
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "spammer", "--criterion",
+                 "loo", "--out", str(tmp_path / "other")]) == 2
+    assert "--criterion chooses the family of --model auto" in capsys.readouterr().err
     # prior options belong to one family, and auto has none
     assert main(["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--spam-prior", "2",
                  "--out", str(tmp_path / "other")]) == 2
@@ -850,3 +859,24 @@ def test_item_table_of_a_map_fit_counts_labels_from_constant_data():
     table = report.item_table(fit)
     assert table["n_labels"].tolist() == np.bincount(sim.item_idx).tolist()
     pd.testing.assert_frame_equal(table, report.item_table(fit, sim).drop(columns="gold"))
+
+
+@pytest.mark.validate  # six NUTS fits with their compiles: 300 s cold
+def test_fit_auto_by_loo_scores_nuts_fits_of_every_candidate(tmp_path, capsys):
+    import json
+
+    from crowd_models.models import spammer
+
+    rng = np.random.default_rng(4)
+    sim = spammer.simulate([0.9, 0.8, 0.7, 0.7, 0.0, 0.0], spam_share=[[0.5, 0.5]] * 4
+                           + [[0.9, 0.1]] * 2, n_items=60, labels_per_item=4, rng=rng)
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    args = ["fit", str(tmp_path / "labels.csv"), "--model", "auto", "--criterion", "loo",
+            "--method", "em", "--draws", "100", "--tune", "100", "--chains", "2", "--seed", "3"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "PSIS-LOO" in printed and "high_k" in printed
+    fit = xr.open_dataset(tmp_path / "out" / "fit.nc", engine="h5netcdf")
+    ranking = json.loads(fit.attrs["ranking"])
+    assert fit.attrs["criterion"] == "loo" and len(ranking) == 6
+    assert all(row["n_items"] == 60 for row in ranking)
