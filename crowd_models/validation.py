@@ -349,7 +349,9 @@ def _max_rhat(values: np.ndarray) -> float:
     from arviz_stats.base import array_stats
 
     flat = values.reshape(values.shape[0], values.shape[1], -1)
-    return float(np.nanmax(array_stats.rhat(flat, chain_axis=0, draw_axis=1)))
+    with warnings.catch_warnings():  # an entry without spread (a fixed cut point) has none
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmax(array_stats.rhat(flat, chain_axis=0, draw_axis=1)))
 
 
 def parameters(family: str, variant=None, design=None) -> pd.DataFrame:

@@ -51,6 +51,9 @@ def test_a_calibrated_fit_passes_and_reports_coverage(two_coin_map):
     assert tests.attrs["threshold"] == pytest.approx(0.01 / 13)
     # the Laplace intervals cover roughly as stated (40 replications: loose bounds)
     assert 0.75 <= tests["coverage_90"].mean() <= 0.97, tests
+    # the EM report's conjugate (Beta) intervals exist for the annotators' rates only
+    assert tests["em_coverage_90"].drop("prevalence").between(0.5, 1).all(), tests
+    assert np.isnan(tests.loc["prevalence", "em_coverage_90"])
     calibration = validation.item_calibration(two_coin_map)
     assert set(calibration["method"]) == {"em", "map"}
     assert 0 < calibration.attrs["brier"]["map"] < 0.5
