@@ -12,10 +12,10 @@ from crowd_models import validation
 
 @pytest.fixture(scope="module")
 def two_coin_map():
-    """40 replications of two-coin by MAP plus Laplace on the small design."""
+    """30 replications of two-coin by MAP plus Laplace on the small design."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return validation.sbc("two_coin", n_sims=40, fit="map", client=False,
+        return validation.sbc("two_coin", n_sims=30, fit="map", client=False,
                               progressbar=False, seed=11)
 
 
@@ -45,11 +45,11 @@ def test_ranks_come_from_the_prior_draws_and_the_fit():
 
 def test_a_calibrated_fit_passes_and_reports_coverage(two_coin_map):
     tests = validation.rank_tests(two_coin_map)
-    assert two_coin_map.attrs["n_ran"] == 40 and two_coin_map.attrs["n_failed"] == 0
+    assert two_coin_map.attrs["n_ran"] == 30 and two_coin_map.attrs["n_failed"] == 0
     assert (two_coin_map["status"] == "ok").all()
     assert not tests["rejected"].any(), tests
     assert tests.attrs["threshold"] == pytest.approx(0.01 / 13)
-    # the Laplace intervals cover roughly as stated (40 replications: loose bounds)
+    # the Laplace intervals cover roughly as stated (30 replications: loose bounds)
     assert 0.75 <= tests["coverage_90"].mean() <= 0.97, tests
     # the EM report's conjugate (Beta) intervals exist for the annotators' rates only
     assert tests["em_coverage_90"].drop("prevalence").between(0.5, 1).all(), tests
@@ -79,7 +79,7 @@ def test_a_fit_with_the_wrong_prior_is_rejected():
     posteriors are far too narrow."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        result = validation.sbc("two_coin", n_sims=40, fit="map", client=False,
+        result = validation.sbc("two_coin", n_sims=30, fit="map", client=False,
                                 progressbar=False, seed=11,
                                 fit_priors={"sensitivity_prior": (30.0, 20.0),
                                             "specificity_prior": (30.0, 20.0)})

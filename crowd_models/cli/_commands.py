@@ -74,14 +74,17 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
     if drawn is not fit:
         n = drawn["posterior"].sizes["draw"]
         return (f"90% equal-tailed, over {n} draws of the Laplace approximation at the "
-                f"posterior mode (Gaussian on the unconstrained scale); --method nuts for the "
-                f"full posterior")
+                f"posterior mode (Gaussian on the unconstrained scale), which under-covers: "
+                f"86-88% of true values in simulation-based calibration on small designs "
+                f"(validation/README.md); --method nuts for the full posterior")
     if conditional:
         return ("precision, noise sd and bias: 90% conditional posteriors given the EM fit's "
                 "other parameters; --method nuts for the full posterior")
     if method == "em":
         return ("90% equal-tailed, from EM's conjugate approximations (Beta, Dirichlet rows, "
-                "Gamma) where the family stores them; --method nuts for the full posterior")
+                "Gamma) where the family stores them, which under-cover: 59-74% of true "
+                "values in simulation-based calibration on small designs "
+                "(validation/README.md); --method nuts for the full posterior")
     why = skipped or "its Hessian at the mode is not positive definite"
     return (f"none for this MAP fit (no Laplace approximation: {why}); --method em for EM's "
             f"approximations, --method nuts for the posterior")
