@@ -34,7 +34,7 @@ def rank_tests(result: xr.Dataset, alpha: float = 0.01) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``p_value``, ``rejected``, ``coverage_50``, ``coverage_90`` (of the
+        ``variable``, ``p_value``, ``rejected``, ``coverage_50``, ``coverage_90`` (of the
         fit's draws), ``em_coverage_90`` (of the 90% intervals the report gives
         the EM fit from its conjugate approximations; NaN where it gives none)
         and ``n`` (the ranks tested), with ``attrs["threshold"]``.
@@ -48,16 +48,14 @@ def rank_tests(result: xr.Dataset, alpha: float = 0.01) -> pd.DataFrame:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}.")
     ran = np.flatnonzero(result["status"].values == "ok")
     width = (result.attrs["n_ranks"] + 1) // RANK_BINS
-    columns = {label: i for i, label in enumerate(result["parameter"].values)}
+    variables = result["variable"].values
     rows = {}
-    for name, ranks in _pooled_ranks(result).items():
-        index = [columns[name]] if name in columns else np.flatnonzero(
-            result["variable"].values == name[:-3])
+    for name, index in _groups(result).items():
+        ranks = result["rank"].values[np.ix_(ran, index)].ravel()
         counts = np.bincount((ranks // width).astype(int), minlength=RANK_BINS)
         p = stats.chisquare(counts).pvalue if len(ranks) else np.nan
-        em = result["em_covered_90"].values[np.ix_(ran, index)] if "em_covered_90" in result \
-            else np.full(1, np.nan)
-        rows[name] = {"p_value": float(p),
+        em = result["em_covered_90"].values[np.ix_(ran, index)]
+        rows[name] = {"variable": str(variables[index[0]]), "p_value": float(p),
                       **{f"coverage_{c}": float(result[f"covered_{c}"].values[
                           np.ix_(ran, index)].mean()) if len(ran) else np.nan
                          for c in (50, 90)},
@@ -67,9 +65,11 @@ def rank_tests(result: xr.Dataset, alpha: float = 0.01) -> pd.DataFrame:
     table.index.name = "parameter"
     threshold = alpha / len(table)
     table["rejected"] = table["p_value"] < threshold
-    table = table.astype({"n": int, "rejected": bool})
+    table = table.astype({"n": int, "rejected": bool, "p_value": float, "coverage_50": float,
+                          "coverage_90": float, "em_coverage_90": float})
     table.attrs["threshold"] = threshold
-    return table[["p_value", "rejected", "coverage_50", "coverage_90", "em_coverage_90", "n"]]
+    return table[["variable", "p_value", "rejected", "coverage_50", "coverage_90",
+                  "em_coverage_90", "n"]]
 
 
 def item_calibration(result: xr.Dataset, n_bins: int = 10) -> pd.DataFrame:
@@ -113,16 +113,15 @@ def _case_name(result: xr.Dataset) -> str:
     return " ".join(filter(None, (result.attrs["family"], result.attrs["variant"])))
 
 
-def _pooled_ranks(result: xr.Dataset) -> dict[str, np.ndarray]:
-    """The tested groups of :func:`rank_tests` -> their ranks (replications that ran)."""
-    ran = np.flatnonzero(result["status"].values == "ok")
+def _groups(result: xr.Dataset) -> dict[str, list[int]]:
+    """The tested groups of :func:`rank_tests` -> their parameters' positions: each
+    scalar alone, a per-item variable's items together (named ``variable[*]``)."""
     groups = {}
     for index, (label, variable, per_item) in enumerate(zip(
             result["parameter"].values, result["variable"].values, result["per_item"].values,
             strict=True)):
         groups.setdefault(variable + "[*]" if per_item else label, []).append(index)
-    ranks = result["rank"].values[ran]
-    return {name: ranks[:, index].ravel() for name, index in groups.items()}
+    return groups
 
 
 def plot_ranks(result: xr.Dataset, *, parameters=None, band: float = 0.99, columns: int = 6):
@@ -143,7 +142,9 @@ def plot_ranks(result: xr.Dataset, *, parameters=None, band: float = 0.99, colum
     """
     import matplotlib.pyplot as plt
 
-    groups = _pooled_ranks(result)
+    ran = np.flatnonzero(result["status"].values == "ok")
+    groups = {name: result["rank"].values[np.ix_(ran, index)].ravel()
+              for name, index in _groups(result).items()}
     if parameters is not None:
         unknown = [p for p in parameters if p not in groups]
         if unknown:

@@ -285,13 +285,14 @@ def replicate(family: str, variant, design: dict, fit: str, nuts: dict, n_ranks:
         order = _order(ann, dims, design["n_annotators"], design["n_items"])
         model = module.build_model(ann, **options)
         item_prob = {}
-        em_table = None
+        em_fit = em_table = None
         if has_em:
             em_fit = module.em(ann, **options)
             item_prob["em"] = em_fit["item_class_prob"].values[0, 0]
             em_table = annotator_summary(em_fit, ci_prob=0.9)
         fit_seed = int(np.random.default_rng(fit_seed).integers(2**31))
-        map_fit = fit_map(model, laplace=fit == "map", random_seed=fit_seed)
+        # started at the EM's fixed point, the MAP does not run the EM a second time
+        map_fit = fit_map(model, start=em_fit, laplace=fit == "map", random_seed=fit_seed)
         item_prob["map"] = posterior_of(map_fit)["item_class_prob"].values[0, 0]
         if fit == "nuts":
             idata = sample(model, progressbar=False, random_seed=fit_seed, cores=1,

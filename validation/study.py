@@ -51,13 +51,9 @@ STUDY = {  # name -> (family, variant, design changes)
 """The cases of the study: every family and main variant that has a simulator."""
 
 
-def _variable_rows(tests: pd.DataFrame, result) -> pd.DataFrame:
+def _variable_rows(tests: pd.DataFrame) -> pd.DataFrame:
     """One row per variable: its parameters' smallest p-value, rejections, coverage."""
-    variable = {label: str(var) for label, var in zip(result["parameter"].values,
-                                                       result["variable"].values,
-                                                       strict=True)}
-    keys = [variable.get(label, label[:-3]) for label in tests.index]
-    grouped = tests.groupby(keys, sort=False)
+    grouped = tests.groupby("variable", sort=False)
     return pd.DataFrame({"parameters": grouped.size(), "min_p": grouped["p_value"].min(),
                          "rejected": grouped["rejected"].sum(),
                          "coverage_50": grouped["coverage_50"].mean(),
@@ -76,7 +72,7 @@ def run_case(name: str, fit: str, n_sims: int, client, seed: int) -> dict:
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "figures").mkdir(exist_ok=True)
     tests.to_csv(HERE / "results" / f"{name}-{fit}.csv")
-    variables = _variable_rows(tests, result)
+    variables = _variable_rows(tests)
     fig = validation.plot_ranks(result, parameters=_shown(tests))
     fig.savefig(HERE / "figures" / f"{name}-{fit}-ranks.png", dpi=80)
     calibration = validation.item_calibration(result)
