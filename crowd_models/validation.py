@@ -32,17 +32,36 @@ cluster. A replication that raises is retried once on Dask and otherwise
 recorded as failed, with its error, in ``status``; ``attrs["n_ran"]`` and
 ``attrs["n_failed"]`` count them.
 
-Families (``family``, ``variant``): two_coin; dawid_skene full, one_coin,
-pooled (at the fixed spread 1, the reference of the empirical-Bayes spread:
-a spread chosen from the data is not a prior) and hierarchical (NUTS only);
-spammer; item_difficulty fixed, hierarchical (NUTS only) and irt (binary
-labels); ordinal latent. The cumulative ordinal model is not a generative
-model of the labels (its likelihood is a composite of K - 1 binary ones), so
-its posterior has no SBC. simuk, the ArviZ ecosystem's SBC package, draws the
-data with PyMC's prior predictive of the observed variable; the families
-observe each item's marginal likelihood (a ``CustomDist`` without a random
-draw, the hidden class summed out), so the labels come from the family's own
-``simulate`` here instead.
+Families (``family``, ``variant``): two_coin, without and with features
+(``"features"``); dawid_skene full, one_coin, pooled (at the fixed spread 1,
+the reference of the empirical-Bayes spread: a spread chosen from the data is
+not a prior) and hierarchical (NUTS only); spammer; item_difficulty fixed,
+hierarchical (NUTS only) and irt (binary labels); ordinal latent; continuous
+gaussian, bias and student_t (NUTS only: it has no EM); feature_accuracy (the
+Laplace prior; NUTS only). A case with features holds them fixed over the
+replications (``design["n_features"]`` standard-normal columns from a seed of
+their own; SBC conditions on the covariates). Continuous labels have no
+class probabilities; each item's hidden true value is ranked instead, like a
+per-item parameter, among draws from its conditional Gaussian given each
+posterior draw (``_sbc_cases.true_value_draws``). The continuous priors are
+built with ``label_scale=1`` (by default they scale with the labels' sd, a
+property of the data, not a prior); the intercept's prior keeps its centre at
+the mean label, immaterial at its sd of 10. The feature-dependent accuracy
+model's posterior has two mirrored modes of equal mass; the fit is folded to
+the mode that agrees with majority vote (``align_signs``) and the truth by
+the same rule, which keeps the check exact (``_sbc_cases.fold_truth``).
+
+Two families have no SBC here. The cumulative ordinal model is not a
+generative model of the labels (its likelihood is a composite of K - 1 binary
+ones), and the stacked Gaussian model's Bayesian fit is a product of one
+class-conditional feature model per annotator, each of which generates the
+same features: neither posterior is the posterior of a model that could
+simulate the data, so there is nothing for its ranks to be uniform under.
+simuk, the ArviZ ecosystem's SBC package, draws the data with PyMC's prior
+predictive of the observed variable; the families observe each item's
+marginal likelihood (a ``CustomDist`` without a random draw, the hidden class
+summed out), so the labels come from the family's own ``simulate`` here
+instead. The cases and their hooks are in ``_sbc_cases.py``.
 """
 
 from __future__ import annotations
@@ -61,6 +80,17 @@ import xarray as xr
 
 from crowd_models import _dims as D
 from crowd_models._fits import posterior_of
+from crowd_models._sbc_cases import (
+    DESIGN_DEFAULTS,
+    TRUE_VALUE,
+    all_cases,
+    check_design,
+    find_case,
+    fold_truth,
+    simulate_table,
+    template_table,
+    true_value_draws,
+)
 from crowd_models._text import listing, warn
 from crowd_models.calibration import (
     RANK_BINS,
@@ -73,50 +103,14 @@ from crowd_models.data import Annotations
 from crowd_models.inference import fit_map, sample
 from crowd_models.report import annotator_summary
 
-DESIGN_DEFAULTS = {"n_items": 60, "n_annotators": 6, "labels_per_item": 3, "n_classes": 2}
-"""The small design of the study (``design=`` overrides any of these keys)."""
-
 NUTS_DEFAULTS = {"draws": 500, "tune": 500, "chains": 2}
 """The NUTS settings of ``fit="nuts"`` (``nuts=`` overrides them)."""
 
 FITS = ("nuts", "map")
 
 
-def _cases():
-    """(family, variant) -> (build/em keywords, EM exists, binary only)."""
-    return {
-        ("two_coin", None): ({}, True, True),
-        ("dawid_skene", "full"): ({"variant": "full"}, True, False),
-        ("dawid_skene", "one_coin"): ({"variant": "one_coin"}, True, False),
-        ("dawid_skene", "pooled"): ({"variant": "pooled", "spread": 1.0}, True, False),
-        ("dawid_skene", "hierarchical"): ({"variant": "hierarchical"}, False, False),
-        ("spammer", None): ({}, True, False),
-        ("item_difficulty", "fixed"): ({"variant": "fixed"}, True, False),
-        ("item_difficulty", "hierarchical"): ({"variant": "hierarchical"}, False, False),
-        ("item_difficulty", "irt"): ({"variant": "irt"}, True, True),
-        ("ordinal", "latent"): ({"variant": "latent"}, False, False),
-    }
-
-
-CASES = tuple(_cases())
+CASES = tuple(all_cases())
 """The (family, variant) pairs :func:`sbc` takes (variant None: the family has one)."""
-
-
-def _case(family: str, variant):
-    cases = _cases()
-    if not isinstance(family, str):
-        raise TypeError(f"family must be a family's name (a str such as 'two_coin'), got "
-                        f"{type(family).__name__}: ship the name, not the module.")
-    variants = [v for f, v in cases if f == family]
-    if not variants:
-        raise ValueError(f"sbc has no simulator for family {family!r}; choose among "
-                         f"{listing(sorted({f for f, _ in cases}))}.")
-    if variant is None and None not in variants:
-        variant = variants[0]
-    if (family, variant) not in cases:
-        raise ValueError(f"family {family!r} has no SBC variant {variant!r}; choose among "
-                         f"{listing(variants)}.")
-    return variant, cases[family, variant]
 
 
 def available_fits(family: str, variant=None) -> tuple[str, ...]:
@@ -128,79 +122,7 @@ def available_fits(family: str, variant=None) -> tuple[str, ...]:
     >>> from crowd_models import validation
     >>> validation.available_fits("dawid_skene", "hierarchical")
     """
-    has_em = _case(family, variant)[1][1]
-    return FITS if has_em else ("nuts",)
-
-
-def _check_design(design, binary: bool) -> dict:
-    if design is None:
-        design = {}
-    if not isinstance(design, dict):
-        raise TypeError(f"design must be a dict of {listing(list(DESIGN_DEFAULTS))}, got "
-                        f"{type(design).__name__}.")
-    unknown = set(design) - set(DESIGN_DEFAULTS)
-    if unknown:
-        raise ValueError(f"design has unknown key(s) {listing(sorted(unknown))}; it takes "
-                         f"{listing(list(DESIGN_DEFAULTS))}.")
-    design = {**DESIGN_DEFAULTS, **design}
-    for key, value in design.items():
-        if not (isinstance(value, int | np.integer) and value >= (2 if key != "labels_per_item"
-                                                                  else 1)):
-            raise ValueError(f"design[{key!r}] must be an integer of at least "
-                             f"{2 if key != 'labels_per_item' else 1}, got {value!r}.")
-    if design["labels_per_item"] > design["n_annotators"]:
-        raise ValueError(f"design['labels_per_item'] = {design['labels_per_item']} exceeds "
-                         f"design['n_annotators'] = {design['n_annotators']}.")
-    if binary and design["n_classes"] != 2:
-        raise ValueError(f"this family has binary labels only; design['n_classes'] is "
-                         f"{design['n_classes']}.")
-    return {key: int(value) for key, value in design.items()}
-
-
-# ------------------------------------------------------------ simulation
-def _simulate(family: str, variant, values: dict, design: dict, rng) -> Annotations:
-    """A label table from parameter values drawn from the prior (simulation order)."""
-    module = import_module(f"crowd_models.models.{family}")
-    n, k, per = design["n_items"], design["n_classes"], design["labels_per_item"]
-    if family == "two_coin":
-        return module.simulate(values["sensitivity"], values["specificity"], n_items=n,
-                               prevalence=float(values["prevalence"]), labels_per_item=per,
-                               rng=rng)
-    if family == "dawid_skene":
-        return module.simulate(values["confusion"], n_items=n, prevalence=values["prevalence"],
-                               labels_per_item=per, rng=rng)
-    if family == "spammer":
-        return module.simulate(values["trustworthiness"], n_items=n,
-                               spam_share=values["spam_share"], n_classes=k,
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    if family == "item_difficulty" and variant == "irt":
-        return module.simulate_irt(values["ability"], values["bias"], values["difficulty"],
-                                   values["easiness"], prevalence=float(values["prevalence"][1]),
-                                   labels_per_item=per, rng=rng)
-    if family == "item_difficulty":
-        return module.simulate(values["ability"], values["easiness"], n_classes=k,
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    if family == "ordinal":
-        return module.simulate(variant="latent", n_items=n, n_classes=k, bias=values["bias"],
-                               noise=values["noise"], level_spacing=values["level_spacing"],
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    raise AssertionError(family)
-
-
-def _template(family: str, variant, design: dict) -> Annotations:
-    """A table of the design (every class and annotator present) to build the prior on."""
-    j, k = design["n_annotators"], design["n_classes"]
-    values = {"sensitivity": np.full(j, 0.9), "specificity": np.full(j, 0.9),
-              "prevalence": np.full(k, 1 / k), "confusion": np.tile(np.eye(k) * 0.8 + 0.2 / k,
-                                                                    (j, 1, 1)),
-              "trustworthiness": np.full(j, 0.9), "spam_share": np.full((j, k), 1 / k),
-              "ability": np.full(j, 2.0), "bias": np.zeros(j),
-              "difficulty": np.zeros(design["n_items"]),
-              "easiness": np.ones(design["n_items"]), "noise": np.full(j, 0.5),
-              "level_spacing": np.full(k - 1, 1 / (k - 1))}
-    if family == "two_coin":
-        values["prevalence"] = 0.5
-    return _simulate(family, variant, values, design, np.random.default_rng(0))
+    return FITS if find_case(family, variant)[1]["laplace"] else ("nuts",)
 
 
 @functools.lru_cache(maxsize=16)
@@ -211,15 +133,17 @@ def _prior(family: str, variant, design_items: tuple):
     import pymc as pm
 
     design = dict(design_items)
-    options = _case(family, variant)[1][0]
+    options = find_case(family, variant)[1]["options"]
     module = import_module(f"crowd_models.models.{family}")
-    model = module.build_model(_template(family, variant, design), **options)
+    model = module.build_model(template_table(family, variant, design), **options)
     dims = {v.name: model.named_vars_to_dims.get(v.name, ())
             for v in model.free_RVs + model.deterministics}
     # the free parameters, and the derived ones that are not per item (a per-item
-    # deterministic, such as the easiness, transforms a per-item free parameter)
+    # deterministic, such as the easiness, transforms a per-item free parameter);
+    # continuous labels' hidden true values are ranked like a per-item parameter
     names = [v.name for v in model.free_RVs] + [
-        v.name for v in model.deterministics if D.ITEM not in dims[v.name]]
+        v.name for v in model.deterministics if D.ITEM not in dims[v.name]
+    ] + ([TRUE_VALUE] if TRUE_VALUE in dims else [])
 
     drawn = [name for name in dims if name != "item_class_prob"]  # what simulate may need
 
@@ -271,8 +195,10 @@ def replicate(family: str, variant, design: dict, fit: str, nuts: dict, n_ranks:
     >>> out["rank"][:3]
     """
     t0 = time.perf_counter()
-    options, has_em, _ = _case(family, variant)[1]
-    options = {**options, **(fit_priors or {})}
+    case = find_case(family, variant)[1]
+    design = check_design(design, case)
+    options = {**case["options"], **(fit_priors or {})}
+    classes = case["labels"] != "continuous"
     module = import_module(f"crowd_models.models.{family}")
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
@@ -281,30 +207,40 @@ def replicate(family: str, variant, design: dict, fit: str, nuts: dict, n_ranks:
     values = draw(np.random.default_rng(prior_seed))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        ann = _simulate(family, variant, values, design, np.random.default_rng(data_seed))
+        ann = simulate_table(family, variant, values, design, np.random.default_rng(data_seed))
         order = _order(ann, dims, design["n_annotators"], design["n_items"])
+        item_truth = np.asarray(ann.gold)[order[D.ITEM]]
         model = module.build_model(ann, **options)
         item_prob = {}
         em_fit = em_table = None
-        if has_em:
+        if case["em"]:
             em_fit = module.em(ann, **options)
-            item_prob["em"] = em_fit["item_class_prob"].values[0, 0]
             em_table = annotator_summary(em_fit, ci_prob=0.9)
         fit_seed = int(np.random.default_rng(fit_seed).integers(2**31))
         # started at the EM's fixed point, the MAP does not run the EM a second time
         map_fit = fit_map(model, start=em_fit, laplace=fit == "map", random_seed=fit_seed)
-        item_prob["map"] = posterior_of(map_fit)["item_class_prob"].values[0, 0]
         if fit == "nuts":
             idata = sample(model, progressbar=False, random_seed=fit_seed, cores=1,
                            start=map_fit, **nuts)
+            if family == "feature_accuracy":  # fold the mirrored modes (see fold_truth)
+                idata = module.align_signs(idata, ann)
+                values, item_truth = fold_truth(module, values, names, dims, ann, item_truth)
             post = idata["posterior"].to_dataset()
-            item_prob["nuts"] = post["item_class_prob"].mean(("chain", "draw")).values
             stats_ = idata["sample_stats"]
             divergences = int(stats_["diverging"].sum()) if "diverging" in stats_ else 0
         else:
             post = map_fit["laplace"].to_dataset()
             divergences = 0
+        if classes:
+            if em_fit is not None:
+                item_prob["em"] = em_fit["item_class_prob"].values[0, 0]
+            item_prob["map"] = posterior_of(map_fit)["item_class_prob"].values[0, 0]
+            if fit == "nuts":
+                item_prob["nuts"] = post["item_class_prob"].mean(("chain", "draw")).values
     tie_rng = np.random.default_rng(tie_seed)
+    if not classes:  # the hidden true values: the simulated ones, and their draws
+        values = {**values, TRUE_VALUE: item_truth}
+        post = true_value_draws(post, posterior_of(map_fit), tie_rng)
     truth, rank, cover50, cover90, rhat, em90 = [], [], [], [], [], []
     for name in names:
         arr = post[name].values
@@ -326,7 +262,7 @@ def replicate(family: str, variant, design: dict, fit: str, nuts: dict, n_ranks:
             "covered_50": np.concatenate(cover50), "covered_90": np.concatenate(cover90),
             "em_covered_90": np.concatenate(em90),
             "item_prob": {m: p[items] for m, p in item_prob.items()},
-            "item_truth": np.asarray(ann.gold)[items],
+            "item_truth": item_truth.astype(np.int64) if classes else np.full(len(items), -1),
             "max_rhat": float(max(rhat)) if rhat else float("nan"),
             "divergences": divergences,
             "n_warnings": sum(issubclass(w.category, UserWarning) for w in caught),
@@ -365,8 +301,8 @@ def parameters(family: str, variant=None, design=None) -> pd.DataFrame:
     >>> from crowd_models import validation
     >>> validation.parameters("two_coin").head()
     """
-    variant, (_, _, binary) = _case(family, variant)
-    design = _check_design(design, binary)
+    variant, case = find_case(family, variant)
+    design = check_design(design, case)
     names, dims, shapes, _ = _prior(family, variant, tuple(sorted(design.items())))
     rows = []
     for name in names:
@@ -451,7 +387,8 @@ def sbc(family: str, design: dict | None = None, *, n_sims: int = 200, fit: str 
     ----------
     family : a family's name, e.g. ``"two_coin"`` (:data:`CASES`).
     design : the simulated tables' ``n_items``, ``n_annotators``,
-        ``labels_per_item`` and ``n_classes`` (default :data:`DESIGN_DEFAULTS`).
+        ``labels_per_item`` and ``n_classes`` (default :data:`DESIGN_DEFAULTS`),
+        and ``n_features`` for a case with features (default 2).
     n_sims : number of replications.
     fit : ``"nuts"`` (the posterior) or ``"map"`` (the Laplace approximation).
     variant : the family's variant (default: the first in :data:`CASES`).
@@ -482,13 +419,16 @@ def sbc(family: str, design: dict | None = None, *, n_sims: int = 200, fit: str 
     >>> result = validation.sbc("two_coin", n_sims=20, fit="map", client=False)
     >>> validation.rank_tests(result)
     """
-    variant, (_, has_em, binary) = _case(family, variant)
-    design = _check_design(design, binary)
+    variant, case = find_case(family, variant)
+    design = check_design(design, case)
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}.")
-    if fit == "map" and not has_em:
-        raise ValueError(f"{family} {variant} has no EM and its MAP is not a posterior "
-                         f"summary (the spread collapses at the mode); use fit='nuts'.")
+    if fit == "map" and not case["laplace"]:
+        why = ("its lasso MAP sets coefficients to exactly zero, where the Laplace "
+               "approximation has no curvature" if case["em"] else
+               "it has no EM and its MAP is not a posterior summary")
+        raise ValueError(f"{family} {variant or ''} has no Laplace SBC: {why}; use "
+                         f"fit='nuts'.")
     if not (isinstance(n_sims, int | np.integer) and n_sims >= 1):
         raise ValueError(f"n_sims must be a positive integer, got {n_sims!r}.")
     if not (isinstance(n_ranks, int | np.integer) and n_ranks >= RANK_BINS - 1

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from crowd_models import validation
+from crowd_models import _sbc_cases, validation
 
 
 @pytest.fixture(scope="module")
@@ -142,9 +142,87 @@ def test_bad_input():
         validation.sbc("two_coin", fit="vi", n_sims=2)
     with pytest.raises(ValueError, match="has no EM.*fit='nuts'"):
         validation.sbc("dawid_skene", variant="hierarchical", fit="map", n_sims=2)
+    with pytest.raises(ValueError, match="no curvature.*fit='nuts'"):
+        validation.sbc("feature_accuracy", fit="map", n_sims=2)
+    with pytest.raises(ValueError, match="has no features.*two_coin.*features"):
+        validation.sbc("two_coin", {"n_features": 2}, n_sims=2)
+    with pytest.raises(ValueError, match="n_features.*at least 1"):
+        validation.sbc("two_coin", {"n_features": 0}, variant="features", n_sims=2)
     with pytest.raises(ValueError, match="n_ranks \\+ 1 must be"):
         validation.sbc("two_coin", n_sims=2, n_ranks=50)
     with pytest.raises(ValueError, match="cannot set 'random_seed'"):
         validation.sbc("two_coin", n_sims=2, nuts={"random_seed": 1})
     with pytest.raises(TypeError, match="client must be"):
         validation.sbc("two_coin", n_sims=2, fit="map", client=3)
+
+
+def test_continuous_labels_rank_the_hidden_true_values():
+    """Continuous labels: the hidden true values are ranked like a per-item
+    parameter, against the simulated ones; the design's class count plays no part."""
+    design = validation.DESIGN_DEFAULTS
+    table = validation.parameters("continuous", "bias")
+    assert table.loc["true_value[0]", "per_item"] and not table.loc["bias[0]", "per_item"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = validation.replicate("continuous", "bias", design, "map", {}, 99, None, 2)
+    values = dict(zip(table.index, out["truth"], strict=True))
+    # drawn from the prior: positive precisions, biases that sum to zero
+    assert min(values[f"precision[{j}]"] for j in range(6)) > 0
+    assert abs(sum(values[f"bias[{j}]"] for j in range(6))) < 1e-9
+    assert out["item_prob"] == {} and (out["item_truth"] == -1).all()
+    true_values = out["truth"][table["variable"].eq("true_value").to_numpy()]
+    assert len(true_values) == 60 and np.std(true_values) > 0
+    # the plug-in intervals at the MAP cover most of the true values
+    item = table["variable"].eq("true_value").to_numpy()
+    assert out["covered_90"][item].mean() > 0.7
+
+
+def test_the_mirrored_truth_folds_to_the_same_mode():
+    """The feature-dependent accuracy model's truth and its sign-flipped mirror
+    (the same likelihood) fold to the same parameters, with the classes swapped
+    accordingly, by the rule align_signs applies to the fit."""
+    from crowd_models.baselines import majority_vote
+    from crowd_models.models import feature_accuracy
+
+    design = _sbc_cases.check_design({}, _sbc_cases.find_case("feature_accuracy", None)[1])
+    names, dims, _, draw = validation._prior("feature_accuracy", None,
+                                             tuple(sorted(design.items())))
+    values = draw(np.random.default_rng(4))
+    ann = _sbc_cases.simulate_table("feature_accuracy", None, values, design,
+                               np.random.default_rng(5))
+    gold = np.asarray(ann.gold)
+    swap = {"coef_pos": "coef_neg", "coef_neg": "coef_pos",
+            "accuracy_coef_pos": "accuracy_coef_neg", "accuracy_coef_neg": "accuracy_coef_pos"}
+    mirrored = {name: (values[swap[name]] if name in swap else -np.asarray(values[name]))
+                for name in names}
+    one, truth_one = _sbc_cases.fold_truth(feature_accuracy, values, names, dims, ann, gold)
+    two, truth_two = _sbc_cases.fold_truth(feature_accuracy, mirrored, names, dims, ann,
+                                            1 - gold)
+    for name in names:
+        np.testing.assert_allclose(one[name], two[name], err_msg=name)
+    np.testing.assert_array_equal(truth_one, truth_two)
+    # the folded classifier agrees with majority vote at least as well as its mirror
+    eta = ann.features @ np.asarray(one["coef"]) + one["intercept"]
+    vote = majority_vote(ann).values[:, 1]
+    assert np.mean((eta > 0) == (vote > 0.5)) >= 0.5
+
+
+def test_the_ecdf_band_holds_a_whole_uniform_ecdf_at_its_stated_rate():
+    """Uniform ranks (known truth): the simultaneous band holds the whole ECDF in
+    about ``band`` of fresh rank sets, and it is wider than the pointwise band,
+    which a whole ECDF leaves far more often."""
+    from scipy import stats
+
+    from crowd_models import calibration
+
+    n, n_ranks, band = 300, 100, 0.9
+    z, lower, upper = calibration.ecdf_band(n, n_ranks, band)
+    rng = np.random.default_rng(7)
+    ranks = rng.integers(0, n_ranks, (2000, n))
+    ecdf = np.stack([np.searchsorted(np.sort(r), np.arange(n_ranks + 1)) / n for r in ranks])
+    inside = np.all((ecdf >= lower) & (ecdf <= upper), axis=1).mean()
+    assert abs(inside - band) < 0.03, inside
+    pointwise = stats.binom.ppf([0.05, 0.95], n, 0.5) / n
+    assert lower[50] < pointwise[0] and upper[50] > pointwise[1]
+    pw_lower, pw_upper = stats.binom.ppf(0.05, n, z) / n, stats.binom.isf(0.05, n, z) / n
+    assert np.all((ecdf >= pw_lower) & (ecdf <= pw_upper), axis=1).mean() < 0.5

@@ -38,6 +38,7 @@ from crowd_models import validation  # noqa: E402
 HERE = Path(__file__).resolve().parent
 STUDY = {  # name -> (family, variant, design changes)
     "two_coin": ("two_coin", None, {}),
+    "two_coin-features": ("two_coin", "features", {}),
     "dawid_skene-full": ("dawid_skene", "full", {"n_classes": 3}),
     "dawid_skene-one_coin": ("dawid_skene", "one_coin", {"n_classes": 3}),
     "dawid_skene-pooled": ("dawid_skene", "pooled", {"n_classes": 3}),
@@ -47,6 +48,10 @@ STUDY = {  # name -> (family, variant, design changes)
     "item_difficulty-hierarchical": ("item_difficulty", "hierarchical", {}),
     "item_difficulty-irt": ("item_difficulty", "irt", {}),
     "ordinal-latent": ("ordinal", "latent", {"n_classes": 4}),
+    "continuous-gaussian": ("continuous", "gaussian", {}),
+    "continuous-bias": ("continuous", "bias", {}),
+    "continuous-student_t": ("continuous", "student_t", {}),
+    "feature_accuracy": ("feature_accuracy", None, {}),
 }
 """The cases of the study: every family and main variant that has a simulator."""
 
@@ -76,8 +81,9 @@ def run_case(name: str, fit: str, n_sims: int, client, seed: int) -> dict:
     fig = validation.plot_ranks(result, parameters=_shown(tests))
     fig.savefig(HERE / "figures" / f"{name}-{fit}-ranks.png", dpi=80)
     calibration = validation.item_calibration(result)
-    fig = validation.plot_calibration(result)
-    fig.savefig(HERE / "figures" / f"{name}-{fit}-items.png", dpi=80)
+    if result.sizes["method"]:  # continuous labels have no class probabilities
+        fig = validation.plot_calibration(result)
+        fig.savefig(HERE / "figures" / f"{name}-{fit}-items.png", dpi=80)
     ok = result["status"].values == "ok"
     summary = {
         "case": name, "fit": fit, "replications": f"{result.attrs['n_ran']}/{n_sims}",
@@ -89,6 +95,7 @@ def run_case(name: str, fit: str, n_sims: int, client, seed: int) -> dict:
         else float(tests["em_coverage_90"].mean()),
         "max_rhat": float(result["max_rhat"].values[ok].max()) if fit == "nuts" else None,
         "divergent_fits": int((result["divergences"].values[ok] > 0).sum()),
+        "items_figure": bool(result.sizes["method"]),
         "brier": calibration.attrs["brier"], "seconds": result.attrs["seconds"],
         "workers": result.attrs["workers"], "design": json.loads(result.attrs["design"]),
         "threshold": tests.attrs["threshold"]}
@@ -132,9 +139,11 @@ def write_readme(records: dict, n_workers: int) -> None:
         rhat = "-" if s["max_rhat"] is None else f"{s['max_rhat']:.3f}"
         em = s.get("em_coverage_90")
         em = "-" if em is None else f"{em:.3f}"
+        design = (f"{d['n_items']}, {d['n_annotators']}, {d['labels_per_item']}, "
+                  + ("continuous" if not s.get("items_figure", True) else str(d["n_classes"]))
+                  + (f"; {d['n_features']} features" if d.get("n_features") else ""))
         lines.append(
-            f"| {s['case']} | {s['fit']} | {d['n_items']}, {d['n_annotators']}, "
-            f"{d['labels_per_item']}, {d['n_classes']} | {s['replications']} | "
+            f"| {s['case']} | {s['fit']} | {design} | {s['replications']} | "
             f"{s['rejected']} / {s['tests']} | {s['min_p']:.3g} | {s['coverage_50']:.3f} | "
             f"{s['coverage_90']:.3f} | {em} | {rhat} | {s['divergent_fits']} | {brier} | "
             f"{s['seconds']:.0f} on {s['workers']} workers |")
@@ -155,8 +164,9 @@ def write_readme(records: dict, n_workers: int) -> None:
             lines.append(f"| {var} | {row['parameters']} | {row['min_p']:.3g} | "
                          f"{row['rejected']} | {row['coverage_50']:.3f} | "
                          f"{row['coverage_90']:.3f} | {em} |")
-        lines += ["", f"![ranks](figures/{s['case']}-{s['fit']}-ranks.png) "
-                      f"![items](figures/{s['case']}-{s['fit']}-items.png)", ""]
+        items = (f" ![items](figures/{s['case']}-{s['fit']}-items.png)"
+                 if s.get("items_figure", True) else "")
+        lines += ["", f"![ranks](figures/{s['case']}-{s['fit']}-ranks.png){items}", ""]
     (HERE / "README.md").write_text("\n".join(lines) + "\n")
 
 
