@@ -205,6 +205,11 @@ def ecdf_band(n: int, n_ranks: int, band: float = 0.99, n_draws: int = 4000):
     >>> from crowd_models import calibration
     >>> z, lower, upper = calibration.ecdf_band(200, 100, 0.95)
     """
+    for name, value, least in (("n", n, 1), ("n_ranks", n_ranks, 2), ("n_draws", n_draws, 1)):
+        if not (isinstance(value, int | np.integer) and value >= least):
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}.")
+    if not 0 < band < 1:
+        raise ValueError(f"band must lie in (0, 1), got {band!r}.")
     rng = np.random.default_rng(0)
     z = np.arange(n_ranks + 1) / n_ranks
     inner = z[1:-1]
@@ -216,6 +221,8 @@ def ecdf_band(n: int, n_ranks: int, band: float = 0.99, n_draws: int = 4000):
     lower = stats.binom.ppf(gamma / 2, n, z) / n
     upper = stats.binom.isf(gamma / 2, n, z) / n
     lower[[0, -1]], upper[[0, -1]] = (0.0, 1.0), (0.0, 1.0)
+    for array in (z, lower, upper):  # cached: shared by every caller
+        array.flags.writeable = False
     return z, lower, upper
 
 

@@ -115,7 +115,8 @@ CASES = tuple(all_cases())
 
 def available_fits(family: str, variant=None) -> tuple[str, ...]:
     """The ``fit`` values :func:`sbc` takes for a family and variant: ``"nuts"``,
-    and ``"map"`` where the family has an EM (a MAP that summarises its posterior).
+    and ``"map"`` where its MAP plus Laplace summarises the posterior (a family
+    with an EM, but not the lasso's MAP of feature accuracy).
 
     Example
     -------
@@ -427,8 +428,8 @@ def sbc(family: str, design: dict | None = None, *, n_sims: int = 200, fit: str 
         why = ("its lasso MAP sets coefficients to exactly zero, where the Laplace "
                "approximation has no curvature" if case["em"] else
                "it has no EM and its MAP is not a posterior summary")
-        raise ValueError(f"{family} {variant or ''} has no Laplace SBC: {why}; use "
-                         f"fit='nuts'.")
+        raise ValueError(f"{' '.join(filter(None, (family, variant)))} has no Laplace SBC: "
+                         f"{why}; use fit='nuts'.")
     if not (isinstance(n_sims, int | np.integer) and n_sims >= 1):
         raise ValueError(f"n_sims must be a positive integer, got {n_sims!r}.")
     if not (isinstance(n_ranks, int | np.integer) and n_ranks >= RANK_BINS - 1
