@@ -6,7 +6,8 @@ families whose model fits any categorical labels without features:
 two-coin (two classes only), Dawid-Skene full and one-coin, the spammer
 model (MACE), the item-difficulty model (GLAD) and the pooled Dawid-Skene
 model (its confusion rows pooled toward a population's, spread by empirical
-Bayes).
+Bayes); the item-difficulty model's IRT variant (two classes) is compared
+when ``candidates=`` names it (``"irt"``, :data:`ON_REQUEST`).
 
 Criterion ``"heldout"``: hide a share of the labels at random (never an
 item's or an annotator's last one), fit each candidate's EM on the rest, and
@@ -29,7 +30,7 @@ default criterion ``"sharing"`` picks the best held-out score among the
 candidates that explain disagreement by structure shared across annotators or
 items rather than by each annotator's own free confusion: the pooled
 Dawid-Skene model (rows pooled toward a population with an empirical-Bayes
-spread), the spammer model and the item-difficulty model (:data:`SHARING`).
+spread), the spammer model and the item-difficulty models (:data:`SHARING`).
 Criterion ``"heldout"`` is the earlier rule, kept for comparison: among all
 candidates whose score is within ``tolerance`` paired standard errors of the
 best, the one with the fewest parameters per annotator.
@@ -65,9 +66,21 @@ CANDIDATES = {
     "item_difficulty": (item_difficulty, {}, lambda K: 1),
     "dawid_skene": (dawid_skene, {}, lambda K: K * (K - 1)),
     "pooled": (dawid_skene, {"variant": "pooled"}, lambda K: K * (K - 1)),
+    "irt": (item_difficulty, {"variant": "irt"}, lambda K: 2),  # ability and bias
 }
 """Name -> (family module, keywords of its ``em``/``build_model``, parameters per
 annotator as a function of the number of classes K)."""
+
+BINARY = ("two_coin", "irt")
+"""The candidates for two classes only."""
+
+ON_REQUEST = ("irt",)
+"""Candidates compared only when named in ``candidates=``: the item-difficulty
+model's IRT variant never had the best held-out score among the candidates of
+:data:`SHARING` on the binary sets and crowds of ``benchmarks/model_choice.py``,
+and its fits (an inner L-BFGS over every item's difficulty and
+discrimination; a NUTS fit for criterion ``"loo"``) would cost more than the
+other candidates together."""
 
 CRITERIA = ("sharing", "heldout", "loo")
 """The choice rules (module docstring): ``"sharing"`` (default) and ``"heldout"``
@@ -78,7 +91,7 @@ NUTS_DEFAULTS = {"draws": 500, "tune": 500, "chains": 4}
 """The NUTS settings of criterion ``"loo"``: 2,000 draws for PSIS, half the
 iterations of :func:`crowd_models.sample`'s defaults; ``nuts=`` overrides them."""
 
-SHARING = ("pooled", "spammer", "item_difficulty")
+SHARING = ("pooled", "spammer", "item_difficulty", "irt")
 """The candidates criterion ``"sharing"`` chooses among (when any is a candidate)."""
 
 
@@ -105,15 +118,17 @@ def _candidates(annotations: Annotations, candidates) -> list[str]:
         raise ValueError("auto_fit compares the families without a classifier; fit "
                          "annotations.with_features(None), or choose a family with features "
                          "yourself (two_coin, dawid_skene).")
-    default = [n for n in CANDIDATES if n != "two_coin" or annotations.n_classes == 2]
+    default = [n for n in CANDIDATES
+               if n not in ON_REQUEST and (n not in BINARY or annotations.n_classes == 2)]
     names = default if candidates is None else list(candidates)
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
         raise ValueError(f"unknown candidate(s) {listing(unknown)}; choose among "
                          f"{listing(list(CANDIDATES))}.")
-    if "two_coin" in names and annotations.n_classes != 2:
-        raise ValueError(f"the two_coin candidate needs two classes; these labels have "
-                         f"{annotations.n_classes}. Drop it from candidates.")
+    for name in names:
+        if name in BINARY and annotations.n_classes != 2:
+            raise ValueError(f"the {name} candidate needs two classes; these labels have "
+                             f"{annotations.n_classes}. Drop it from candidates.")
     if not names:
         raise ValueError("candidates is empty; name at least one of "
                          f"{listing(list(CANDIDATES))}.")
@@ -375,5 +390,5 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     return fit
 
 
-__all__ = ["CANDIDATES", "CRITERIA", "NUTS_DEFAULTS", "SHARING", "auto_fit", "choose",
+__all__ = ["BINARY", "CANDIDATES", "CRITERIA", "ON_REQUEST", "NUTS_DEFAULTS", "SHARING", "auto_fit", "choose",
            "compare_models", "family_of"]

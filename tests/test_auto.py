@@ -108,6 +108,22 @@ def test_choose_prefers_the_simpler_of_close_scores():
     assert auto.choose(table, tolerance=0.5) == "dawid_skene"
 
 
+def test_the_irt_candidate_is_compared_on_request(hard_items, spam_crowd):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        default = cm.compare_models(hard_items, n_splits=1)
+        named = cm.compare_models(hard_items, candidates=["irt", "pooled"], n_splits=1)
+    assert "irt" not in default.index and "two_coin" in default.index
+    assert set(named.index) == {"irt", "pooled"} and named["eligible"].all()
+    # the same split as the default's: pooled's score is unchanged
+    assert named.loc["pooled", "score"] == pytest.approx(default.loc["pooled", "score"])
+    with pytest.raises(ValueError, match="irt candidate needs two classes"):
+        cm.compare_models(spam_crowd, candidates=["irt"])
+    from crowd_models.cli._commands import _AUTO_MODELS
+
+    assert set(_AUTO_MODELS) == set(auto.CANDIDATES)
+
+
 def test_holdout_keeps_a_label_of_every_item_and_annotator():
     ann = cm.datasets.load_web_search()
     hidden = auto._holdout_rows(ann, 0.2, np.random.default_rng(0))

@@ -103,3 +103,30 @@ def test_plot_ppc_draws_three_panels(hard_items):
     assert "two-coin" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="ci_prob"):
         checks.plot_ppc(cm.ppc(two_coin.em(hard_items), hard_items, n_draws=5), ci_prob=1.5)
+
+
+@pytest.mark.parametrize("variant", ["fixed", "irt"])
+def test_label_probabilities_are_the_ones_the_fit_weighs_items_by(variant):
+    """The item posterior of an EM fit is its prevalence times the product of the
+    label probabilities that the checks (and auto's held-out scores) replicate
+    from: with the item's own difficulty and discrimination, not an average
+    item's."""
+    from crowd_models._predictive import class_shares, draw_values, label_probabilities
+
+    rng = np.random.default_rng(9)
+    n = 60
+    if variant == "irt":
+        sim = item_difficulty.simulate_irt([2.0, 1.0, 0.5, 1.5], [0.5, -0.5, 0.0, 1.0],
+                                           rng.normal(0, 1.5, n), np.exp(rng.normal(0, 0.5, n)),
+                                           rng=rng)
+    else:
+        sim = item_difficulty.simulate([2.0, 1.0, 0.5, 1.5], np.exp(rng.normal(0, 1, n)),
+                                       rng=rng)
+    fit = item_difficulty.em(sim, variant=variant)
+    values = draw_values(fit, 0)
+    conf = label_probabilities(values, 2, sim.item_idx, sim.annotator_idx)
+    own = conf[np.arange(sim.n_annotations), :, sim.labels]  # (row, true_class)
+    joint = np.log(class_shares(values, 2))[None, :] + np.stack(
+        [np.bincount(sim.item_idx, np.log(own[:, k]), minlength=n) for k in range(2)], 1)
+    expected = np.exp(joint - np.logaddexp.reduce(joint, axis=1, keepdims=True))
+    np.testing.assert_allclose(expected, values["item_class_prob"], atol=1e-8)

@@ -191,14 +191,16 @@ def _parser() -> argparse.ArgumentParser:
     fam.add_argument("--variant",
                      help="variant of the family: dawid-skene pooled (default), full, "
                           "one_coin, hierarchical; ordinal cumulative (default), latent; "
-                          "continuous gaussian (default), student_t (the noise). hierarchical, "
-                          "latent and "
-                          "student_t have no EM (--method map or nuts)")
+                          "continuous gaussian (default), student_t (the noise); "
+                          "item-difficulty fixed (default), hierarchical (GLAD), irt, "
+                          "irt_hierarchical (binary labels). hierarchical, irt_hierarchical, "
+                          "latent and student_t have no EM (--method map or nuts)")
     fam.add_argument("--method", default="map", choices=["em", "map", "nuts"],
                      help="EM only, MAP with PyMC (started at EM), or NUTS (started at the "
                           "MAP) (default: map)")
     fam.add_argument("--positive", metavar="CLASS",
-                     help="two-coin, feature-accuracy: the positive class, one of the two "
+                     help="two-coin, feature-accuracy, item-difficulty irt: the positive class, one "
+                          "of the two "
                           "labels (default: the second class, in --classes order or sorted)")
     fam.add_argument("--continuous", action="store_true",
                      help="numeric labels: fit the continuous family (same as --model "

@@ -16,12 +16,12 @@ from crowd_models.cli._input import (
     _with_positive,
 )
 from crowd_models.cli._options import (
-    BINARY_MODELS,
     InputError,
     OutputError,
     _Plan,
     _plan,
     _Progress,
+    has_positive,
 )
 from crowd_models.cli._output import (
     _annotator_figure,
@@ -96,7 +96,7 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
 _AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
                 "dawid_skene": ("dawid-skene", "full"), "pooled": ("dawid-skene", "pooled"),
                 "spammer": ("spammer", ""),
-                "item_difficulty": ("item-difficulty", "fixed")}
+                "item_difficulty": ("item-difficulty", "fixed"), "irt": ("item-difficulty", "irt")}
 """``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
 
 
@@ -147,7 +147,7 @@ def run_fit(args, argv=None) -> int:
     ranking = None
     if plan.model == "auto":
         plan, ranking = _auto_plan(ann, plan, progress)
-    if plan.model in BINARY_MODELS:
+    if has_positive(plan.model, plan.variant):
         ann = _with_positive(ann, args.positive)
     print(f"      {ann}")
     out = Path(args.out)
@@ -282,7 +282,7 @@ def _write_report(out: Path, csvs: dict, figure, fit, info: dict) -> None:
 
 def _print_results(args, plan, ann, table, items, confusion, coefficients, intervals) -> None:
     """The annotator table and the scores that the terminal shows after a fit."""
-    if plan.model in BINARY_MODELS:
+    if has_positive(plan.model, plan.variant):
         print(f"positive class: {ann.classes[1]!r} (sensitivity: its rate of positive labels; "
               f"--positive to change)")
     with pd.option_context("display.max_rows", 60, "display.width", 120):

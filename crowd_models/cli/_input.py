@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowd_models.cli._options import PRIORS, InputError, _names, _Plan
+from crowd_models.cli._options import PRIORS, InputError, _names, _Plan, has_positive
 
 
 # ------------------------------------------------------------------- input
@@ -260,9 +260,10 @@ def _check_family_data(ann, plan: _Plan) -> None:
 
     if not ann.continuous:
         K = ann.n_classes
-        if plan.model in ("two-coin", "feature-accuracy") and K != 2:
+        if has_positive(plan.model, plan.variant) and K != 2:
+            name = f"--model {plan.model}" + (f" --variant {plan.variant}" * bool(plan.variant))
             raise InputError(
-                f"--model {plan.model} needs exactly 2 classes; the labels have {K}: "
+                f"{name} needs exactly 2 classes; the labels have {K}: "
                 f"{listing(ann.classes)}. Use --model dawid-skene for more classes (or --model "
                 f"ordinal for ordered levels), or --classes to name the two.")
         if plan.model == "ordinal":

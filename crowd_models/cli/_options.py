@@ -26,7 +26,7 @@ VARIANTS = {
     "continuous": ("gaussian", "student_t"),
     "feature-accuracy": (),
     "spammer": (),
-    "item-difficulty": ("fixed", "hierarchical"),
+    "item-difficulty": ("fixed", "hierarchical", "irt", "irt_hierarchical"),
     "auto": (),
 }
 """``--variant`` names per ``--model``, the default first (the families'
@@ -40,13 +40,23 @@ _VARIANT_KEYWORD = {"dawid-skene": "variant", "ordinal": "variant", "continuous"
 """The keyword of ``build_model``/``em`` that takes the variant."""
 
 WITHOUT_EM = frozenset({("dawid-skene", "hierarchical"), ("ordinal", "latent"),
-                        ("continuous", "student_t"), ("item-difficulty", "hierarchical")})
+                        ("continuous", "student_t"), ("item-difficulty", "hierarchical"),
+                        ("item-difficulty", "irt_hierarchical")})
 """(model, variant) pairs whose family has no EM: MAP or NUTS only."""
 
 NUTS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
 BINARY_MODELS = ("two-coin", "feature-accuracy")
 """Families with a positive class (``--positive``)."""
+
+BINARY_VARIANTS = (("item-difficulty", "irt"), ("item-difficulty", "irt_hierarchical"))
+"""(model, variant) pairs of other families that have a positive class."""
+
+
+def has_positive(model: str, variant: str) -> bool:
+    """Whether ``--model``/``--variant`` report sensitivity and specificity of a
+    positive class (and so take ``--positive``)."""
+    return model in BINARY_MODELS or (model, variant) in BINARY_VARIANTS
 
 RHAT_LIMIT = 1.01
 """r-hat above this gets a warning after NUTS (Vehtari et al. 2021)."""
@@ -183,8 +193,12 @@ PRIORS = (
            {"spammer": ("beta", None, "1.5,1.5")}),
     _Prior("ability_prior", "MEAN,SD", "Normal prior of each annotator's ability",
            {"item-difficulty": ("location_sd", None, "1,1")}),
-    _Prior("easiness_sd", "SD", "Normal sd of each item's log easiness",
-           {"item-difficulty/fixed": ("positive", None, "1")}),
+    _Prior("easiness_sd", "SD", "Normal sd of each item's log easiness (irt: its log "
+           "discrimination)",
+           {"item-difficulty/fixed": ("positive", None, "1"),
+            "item-difficulty/irt": ("positive", None, "1")}),
+    _Prior("difficulty_sd", "SD", "Normal sd of each item's difficulty",
+           {"item-difficulty/irt": ("positive", None, "1")}),
     _Prior("spam_prior", "C", "Dirichlet concentration of each annotator's spam shares",
            {"spammer": ("concentration", None, "1.5")}),
     _Prior("precision_prior", "SHAPE,RATE",
@@ -195,8 +209,11 @@ PRIORS = (
            {"continuous": ("gamma", None, "2,0.1")}),
     _Prior("bias_sd", "SD",
            "prior sd of the annotators' biases (continuous, with --bias: in units of the "
-           "labels' sd; ordinal latent: in levels)",
-           {"continuous": ("positive", "bias", "1"), "ordinal/latent": ("positive", None, "1")}),
+           "labels' sd; ordinal latent: in levels; item-difficulty irt: half the gap between "
+           "the sensitivity and specificity abilities)",
+           {"continuous": ("positive", "bias", "1"), "ordinal/latent": ("positive", None, "1"),
+            "item-difficulty/irt": ("positive", None, "1"),
+            "item-difficulty/irt_hierarchical": ("positive", None, "1")}),
     _Prior("scale_sd", "SD", "prior sd of the annotators' scales around 1 (with --scale)",
            {"continuous": ("positive", "scale", "0.5")}),
     _Prior("noise_prior", "SHAPE,RATE", "Gamma prior of each annotator's noise (in levels)",
@@ -406,10 +423,11 @@ def _plan(args) -> _Plan:
         raise InputError("--bias and --scale apply to continuous labels; add --continuous.")
     if args.continuous and args.classes:
         raise InputError("--classes does not apply to continuous labels; drop it.")
-    if args.positive is not None and model not in BINARY_MODELS:
+    if args.positive is not None and not has_positive(model, variant):
         raise InputError(f"--positive names the positive class of a binary model "
-                         f"({', '.join(BINARY_MODELS)}); --model {model} has no positive "
-                         f"class. Drop --positive.")
+                         f"({', '.join(BINARY_MODELS)}, or item-difficulty with --variant irt "
+                         f"or irt_hierarchical); {_model_text(model, variant)} has no "
+                         f"positive class. Drop --positive.")
     if model == "feature-accuracy" and not args.features:
         raise InputError("--model feature-accuracy needs --features F.csv: the annotators' "
                          "accuracy depends on the items' features.")

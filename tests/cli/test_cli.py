@@ -173,6 +173,44 @@ def test_fit_item_difficulty_em_writes_the_easiness(tmp_path, capsys):
     assert "has no EM" in capsys.readouterr().err
 
 
+def test_fit_item_difficulty_irt_takes_the_positive_class(tmp_path, capsys):
+    from crowd_models.models import item_difficulty
+
+    rng = np.random.default_rng(5)
+    sim = item_difficulty.simulate_irt([2.0, 1.5, 1.0, 0.5], [0.8, 0.0, -0.5, 0.3],
+                                       rng.normal(0, 1, 120), np.ones(120),
+                                       classes=["no", "yes"], rng=rng)
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "out"
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "item-difficulty",
+                 "--variant", "irt", "--positive", "no", "--difficulty-sd", "2",
+                 "--method", "em", "--out", str(out)]) == 0
+    assert "positive class: 'no'" in capsys.readouterr().out
+    fit = item_difficulty.em(sim.with_positive("no"), variant="irt", difficulty_sd=2.0)
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    for name in ("sensitivity", "specificity", "bias"):
+        np.testing.assert_allclose(table.loc[sim.annotators, f"{name}_mean"],
+                                   fit[name].values[0, 0], rtol=1e-6)
+    # "no" positive: the biases are the negatives of those with "yes" positive
+    flipped = item_difficulty.em(sim, variant="irt", difficulty_sd=2.0)
+    np.testing.assert_allclose(fit["bias"].values, -flipped["bias"].values, atol=1e-5)
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    assert "difficulty_mean" in items.columns
+    for args, message in [
+            (["--variant", "fixed", "--positive", "no"], "has no positive class"),
+            (["--variant", "fixed", "--difficulty-sd", "2"], "--difficulty-sd applies to"),
+            (["--variant", "irt_hierarchical", "--method", "em"], "has no EM")]:
+        assert main(["fit", str(tmp_path / "labels.csv"), "--model", "item-difficulty",
+                     *args]) == 2
+        assert message in capsys.readouterr().err, args
+    three = pd.DataFrame({"item": np.repeat(range(4), 3), "annotator": ["a", "b", "c"] * 4,
+                          "label": [0, 1, 2] * 4})
+    three.to_csv(tmp_path / "three.csv", index=False)
+    assert main(["fit", str(tmp_path / "three.csv"), "--model", "item-difficulty",
+                 "--variant", "irt", "--method", "em"]) == 2
+    assert "--variant irt needs exactly 2 classes" in capsys.readouterr().err
+
+
 def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
     import json
 
@@ -581,7 +619,7 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
     import inspect
 
     from crowd_models import cli
-    from crowd_models.models import MODELS, continuous, dawid_skene, ordinal
+    from crowd_models.models import MODELS, continuous, dawid_skene, item_difficulty, ordinal
 
     with pytest.raises(SystemExit):
         main(["fit", "--help"])
@@ -594,10 +632,14 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
     assert set(cli.VARIANTS["dawid-skene"]) == set(dawid_skene.VARIANTS)
     assert cli.VARIANTS["dawid-skene"][0] == "pooled"  # the command line's default
     assert cli.VARIANTS["ordinal"] == ordinal.VARIANTS
+    assert cli.VARIANTS["item-difficulty"] == item_difficulty.VARIANTS
     assert cli.VARIANTS["continuous"] == continuous.NOISES
     # every default shown in --help is the family's
     documented_none = {("prevalence_prior", "ordinal/cumulative"): (2.0, 2.0),
-                       ("prevalence_prior", "ordinal/latent"): 2.0}
+                       ("prevalence_prior", "ordinal/latent"): 2.0,
+                       **{(name, f"item-difficulty/{variant}"): item_difficulty.DEFAULT_PRIORS[name]
+                          for name in ("bias_sd", "difficulty_sd")
+                          for variant in item_difficulty.IRT_VARIANTS}}
     for prior in cli.PRIORS:
         for key, (_, _, shown) in prior.where.items():
             model = key.partition("/")[0]

@@ -177,8 +177,8 @@ CASES = [
     (["labels.csv", *EM, "--positive", "yes"],
      r"--positive 'yes' is not one of the classes \[0, 1\]; name one of them"),
     (["three.csv", *EM, "--model", "dawid-skene", "--positive", "x"],
-     r"--positive names the positive class of a binary model .*--model dawid-skene has no "
-     r"positive class"),
+     r"--positive names the positive class of a binary model .*--model dawid-skene "
+     r"--variant pooled has no positive class"),
     (["labels.csv", *EM, "--gold", "gold_text.csv"],
      r"the gold file's 'item' column cannot be read as the type of the labels' 'item' column"),
 ]
