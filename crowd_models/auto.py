@@ -390,5 +390,5 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     return fit
 
 
-__all__ = ["BINARY", "CANDIDATES", "CRITERIA", "ON_REQUEST", "NUTS_DEFAULTS", "SHARING", "auto_fit", "choose",
-           "compare_models", "family_of"]
+__all__ = ["BINARY", "CANDIDATES", "CRITERIA", "NUTS_DEFAULTS", "ON_REQUEST", "SHARING",
+           "auto_fit", "choose", "compare_models", "family_of"]

@@ -199,9 +199,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="EM only, MAP with PyMC (started at EM), or NUTS (started at the "
                           "MAP) (default: map)")
     fam.add_argument("--positive", metavar="CLASS",
-                     help="two-coin, feature-accuracy, item-difficulty irt: the positive class, one "
-                          "of the two "
-                          "labels (default: the second class, in --classes order or sorted)")
+                     help="two-coin, feature-accuracy, item-difficulty irt: the positive "
+                          "class, one of the two labels (default: the second class, in "
+                          "--classes order or sorted)")
     fam.add_argument("--continuous", action="store_true",
                      help="numeric labels: fit the continuous family (same as --model "
                           "continuous)")
