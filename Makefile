@@ -5,11 +5,11 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test test-fast validate lint benchmark case-studies examples mutate clean
+.PHONY: demo test test-fast validate lint benchmark case-studies examples mutate clean docs docs-check
 
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --locked --extra dev --extra jax --extra distributed
+	$(UV) sync --locked --extra dev --extra jax --extra distributed --extra docs
 	@touch $@
 
 demo: .venv/.synced
@@ -28,7 +28,7 @@ validate: .venv/.synced
 	$(UV) run --no-sync python validation/study.py
 
 lint: .venv/.synced
-	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks validation
+	$(UV) run --no-sync ruff check crowd_models tests case_studies benchmarks validation tools docs
 
 benchmark: .venv/.synced
 	for script in benchmarks/*.py; do $(UV) run --no-sync python $$script || exit 1; done
@@ -49,3 +49,17 @@ mutate: .venv/.synced
 
 clean:
 	rm -rf .venv crowd_models_demo crowd_models_report
+
+# the documentation site (docs/_build/html): Sphinx with myst-nb, which
+# executes the getting-started notebook and the case studies (cached: a rebuild
+# re-runs only the changed ones); warnings are errors. DOCS_EXECUTE=off runs
+# the getting-started notebook only (CI).
+docs: .venv/.synced
+	CROWD_MODELS_DOCS_EXECUTE=$(DOCS_EXECUTE) $(UV) run --no-sync sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# the built site in headless Chromium (installed from Debian when missing, where
+# apt-get can): index, a case study and an API page load with their images and
+# no 404; screenshots in docs/_build/screenshots/
+docs-check: docs
+	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || true
+	$(UV) run --no-sync python tools/docs_check.py

@@ -189,8 +189,8 @@ def plot_ranks(result: xr.Dataset, *, parameters=None, band: float = 0.99, colum
 
 @functools.lru_cache(maxsize=64)
 def ecdf_band(n: int, n_ranks: int, band: float = 0.99, n_draws: int = 4000):
-    """Simultaneous ``band`` envelope of the ECDF of ``n`` uniform ranks on
-    ``0 .. n_ranks - 1``: ``(z, lower, upper)`` at ``z = k / n_ranks``, with
+    """Simultaneous envelope, of probability ``band``, of the ECDF of ``n`` uniform
+    ranks from 0 to ``n_ranks - 1``: ``(z, lower, upper)`` at ``z = k / n_ranks``, with
     ECDF(z) the share of ranks below ``k``.
 
     Pointwise, the count below ``k`` is Binomial(n, z). The pointwise level

@@ -29,7 +29,7 @@ rows or ids and the fix):
 * warnings (the data are used as given): ids or labels that differ only in
   surrounding whitespace (``'yes'`` / ``' yes'``, pass ``strip=True``) or only
   in type (``1`` / ``'1'``); classes with no labels; a class that looks like a
-  missing-value code (see :func:`crowd_models._parsing.missing_codes`); more than
+  missing-value code (see ``crowd_models._parsing.missing_codes``); more than
   ``_MANY_CLASSES`` integer classes found without ``classes=``; gold ids of
   items that have no labels (ignored).
 """
@@ -161,9 +161,9 @@ class Annotations:
     Attributes
     ----------
     item_idx, annotator_idx : int arrays, shape (annotation,)
-        Codes into :attr:`items` and :attr:`annotators`.
+        Codes into ``items`` and ``annotators``.
     labels : array, shape (annotation,)
-        Integer codes into :attr:`classes` for categorical labels, floats for
+        Integer codes into ``classes`` for categorical labels, floats for
         continuous labels (then ``classes is None``).
     items, annotators : pandas.Index
         The user's ids in code order.
@@ -470,7 +470,7 @@ class Annotations:
         Parameters
         ----------
         positive : object
-            One of the two :attr:`classes`, matched exactly (``1`` does not
+            One of the two ``classes``, matched exactly (``1`` does not
             match the class ``'1'``; the error says so).
 
         Returns
@@ -555,3 +555,34 @@ class Annotations:
             f"{self.n_annotators} annotators, {kind}, {self.n_features} features, "
             f"gold={'yes' if self.has_gold else 'no'})"
         )
+
+    def _repr_html_(self) -> str:
+        """A compact table in Jupyter: sizes, labels per item and per annotator, the
+        classes with their label counts, features and gold."""
+        from html import escape
+
+        per_item = np.bincount(self.item_idx, minlength=self.n_items)
+        per_annotator = np.bincount(self.annotator_idx, minlength=self.n_annotators)
+        if self.continuous:
+            kind = (f"continuous, from {np.min(self.labels):.4g} to "
+                    f"{np.max(self.labels):.4g}")
+        else:
+            counts = np.bincount(self.labels, minlength=self.n_classes)
+            kind = ", ".join(f"{escape(str(c))}: {n}" for c, n in zip(self.classes, counts,
+                                                                       strict=True))
+        gold = "none"
+        if self.has_gold:
+            known = len(self.gold_series())
+            gold = f"{known} of {self.n_items} items"
+        rows = [("labels", f"{self.n_annotations}"),
+                ("items", f"{self.n_items} (labels each: median {np.median(per_item):g}, "
+                          f"max {per_item.max()})"),
+                ("annotators", f"{self.n_annotators} (labels each: median "
+                               f"{np.median(per_annotator):g}, max {per_annotator.max()})"),
+                ("labels by class" if not self.continuous else "labels", kind),
+                ("features", f"{self.n_features}" + (
+                    f" ({escape(listing(self.feature_names))})" if self.n_features else "")),
+                ("gold", gold)]
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th>"
+                       f"<td style='text-align:left'>{v}</td></tr>" for k, v in rows)
+        return f"<table><caption>Annotations</caption>{body}</table>"

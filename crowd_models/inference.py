@@ -96,7 +96,7 @@ def fit_map(
     the methods that take them (giving one to a method without it is an
     error), and further options (``maxiter``, ``maxfun``, ...) are checked
     against the method's. ``polish=True``: when L-BFGS-B stops with its largest
-    gradient entry between :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` per
+    gradient entry between ``_optimise.POLISH_GRADIENT`` (1e-9) and :data:`MAX_GRADIENT` per
     observed item (near a mode, but short of it), Newton steps (CG on
     finite-difference Hessian-vector products, Jacobi-preconditioned) continue
     from its point, and their result is kept if it reaches a smaller gradient
@@ -110,7 +110,7 @@ def fit_map(
     or ``"em"``; ``attrs["em_log_posterior"]``).
 
     ``laplace=True`` adds a Laplace approximation of the posterior (see
-    :func:`_laplace`): a Gaussian on the unconstrained (transformed) variables
+    ``_laplace``): a Gaussian on the unconstrained (transformed) variables
     centred at the mode of *their* density, ``model.logp(jacobian=True)``
     (found by Newton steps from the MAP; it is not the MAP, whose objective has
     no Jacobian), with covariance the inverse Hessian of ``-logp(jacobian=True)``

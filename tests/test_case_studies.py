@@ -88,7 +88,6 @@ DAWID_SKENE_FIGURES = [
 ]
 
 
-@pytest.mark.slow
 def _hard_vote_accuracies(ann):
     """Accuracy against gold of the most frequent label per item when every tie
     goes to a wrong class, when every tie goes to the gold class, and when it
@@ -102,6 +101,33 @@ def _hard_vote_accuracies(ann):
     alone = top.sum(axis=1) == 1
     return (float(np.mean(gold_on_top & alone)), float(np.mean(gold_on_top)),
             float(np.mean(np.argmax(counts, axis=1) == gold)))
+
+
+def test_figures_are_saved_by_a_script_and_shown_by_a_notebook(tmp_path, monkeypatch):
+    """``save`` writes and closes the figure; in a Jupyter kernel it also displays
+    the PNG, which is how the executed notebooks of the docs get their figures."""
+    import matplotlib.pyplot as plt
+
+    sys.path.insert(0, str(CASE_STUDIES))
+    try:
+        import _setup
+    finally:
+        sys.path.remove(str(CASE_STUDIES))
+    monkeypatch.setattr(_setup, "HERE", tmp_path)
+    assert not _setup.in_notebook()  # pytest is no kernel
+    folder, save = _setup.figure_folder("check")
+    shown = []
+    display = pytest.importorskip("IPython.display", reason="IPython comes with the [docs] extra")
+    monkeypatch.setattr(display, "display", shown.append)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    save(fig, "line.png")
+    assert (folder / "line.png").stat().st_size > 1000 and not plt.fignum_exists(fig.number)
+    assert shown == []  # a script shows nothing
+    monkeypatch.setattr(_setup, "in_notebook", lambda: True)
+    fig, ax = plt.subplots()
+    save(fig, "again.png")
+    assert len(shown) == 1 and shown[0].data == (folder / "again.png").read_bytes()
 
 
 def test_hard_vote_accuracies_on_a_hand_made_table():

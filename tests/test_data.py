@@ -661,3 +661,18 @@ class TestSelectErrors:
             ann.select(np.zeros(7, dtype=bool))
         with pytest.raises(ValueError, match=r"selection keeps zero annotations"):
             ann.select([])
+
+
+def test_html_summary_counts_what_the_table_holds():
+    frame = pd.DataFrame({"item": [1, 1, 2, 2, 2, 3], "annotator": ["u", "v", "u", "v", "w", "w"],
+                          "label": ["a", "b", "a", "a", "<b>", "a"]})
+    ann = Annotations.from_frame(frame, gold=pd.Series({1: "a", 3: "<b>"}))
+    html = ann._repr_html_()
+    assert "<th style='text-align:left'>labels</th><td style='text-align:left'>6<" in html
+    assert "3 (labels each: median 2, max 3)" in html  # items: 2, 3, 1 labels
+    assert "3 (labels each: median 2, max 2)" in html  # annotators u, v, w: 2 each
+    assert "&lt;b&gt;: 1, a: 4, b: 1" in html  # class names escaped, sorted, counted
+    assert "2 of 3 items" in html
+    cont = Annotations.from_frame(frame.assign(label=[0.5, 1.0, 2.0, 2.5, 3.0, 4.0]),
+                                  continuous=True)
+    assert "continuous, from 0.5 to 4" in cont._repr_html_()

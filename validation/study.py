@@ -147,7 +147,8 @@ def write_readme(records: dict, n_workers: int) -> None:
             f"{s['rejected']} / {s['tests']} | {s['min_p']:.3g} | {s['coverage_50']:.3f} | "
             f"{s['coverage_90']:.3f} | {em} | {rhat} | {s['divergent_fits']} | {brier} | "
             f"{s['seconds']:.0f} on {s['workers']} workers |")
-    lines += ["", f"Run on {os.cpu_count()} cores with {n_workers} Dask workers.", ""]
+    lines += ["", f"Run on {os.cpu_count()} cores (the last run with {n_workers} Dask "
+              f"workers; the seconds column gives each case's).", ""]
     findings = HERE / "findings.md"  # hand-written: what the numbers mean
     if findings.exists():
         lines += [findings.read_text().strip(), ""]

@@ -512,7 +512,7 @@ def em(
     """The paper's MAP-EM, with random restarts.
 
     E-step: P(Z_i = 1 | labels, x_i). M-step: two weighted L1-penalised
-    logistic regressions, solved to exact zeros by :func:`l1_logistic` — the
+    logistic regressions, solved to exact zeros by ``_lasso.l1_logistic`` — the
     classifier (``intercept``, ``coef``) on the soft labels, and the accuracy
     (``accuracy_intercept``, ``accuracy_coef``) on the expected agreement of
     each label with the truth.
@@ -837,7 +837,7 @@ def simulate(
       this family's model; ``accuracy_coef`` by default 1.5 on the last
       feature and -1.5 on the one before (so the hard items are explained by
       features other than the truth's), zero elsewhere;
-    * ``"nonlinear"`` (iii): sigmoid(-(accuracy_intercept[k] + |eta_i| - 1))
+    * ``"nonlinear"`` (iii): ``sigmoid(-(accuracy_intercept[k] + |eta_i| - 1))``
       with eta_i the truth's log-odds: items near the class boundary are hard,
       a feature dependence not of the model's form.
 
