@@ -110,7 +110,10 @@ az.summary(idata, var_names=["prevalence", "sensitivity"]).head(4)
 #
 # `cm.auto_fit` scores the categorical families on held-out labels, without
 # reading gold, and fits the chosen one (the [guide](which_model.md) says
-# how and why).
+# how and why). Each candidate is fitted on three random splits, and a fit
+# that cannot be trusted says so: on RTE a few busy workers come out below
+# chance, so the splits' fits warn about them (each warning names the
+# workers).
 
 # %%
 chosen = cm.auto_fit(ann, method="em")
