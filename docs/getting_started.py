@@ -88,8 +88,7 @@ for name, fit in [("majority vote", cm.majority_vote(ann)), ("EM", em_fit), ("MA
 
 # %%
 table = cm.report.annotator_summary(idata, rank_by="weight_mean")
-table[["n_labels", "sensitivity_mean", "sensitivity_lower", "sensitivity_upper",
-       "specificity_mean", "weight_mean"]].head(8).round(3)
+cm.report.with_intervals(table).head(8)  # "mean [5%, 95%]"; the numbers stay in `table`
 
 # %%
 ax = cm.report.plot_annotators(idata, label_top=5)

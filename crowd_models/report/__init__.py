@@ -16,7 +16,8 @@ Modules
 -------
 summary : ``annotator_summary``, ``item_table``, ``coefficient_table`` and
     ``conditional_intervals`` (a continuous MAP fit's EM-conditional intervals),
-    ``true_value_summary`` (each item's true value, continuous fits).
+    ``true_value_summary`` (each item's true value, continuous fits), and
+    ``with_intervals`` (any of these tables for reading: "mean [lower, upper]").
 forest : ``plot_forest`` (ArviZ's forest plot of annotator measures across EM, MAP
     and NUTS fits) and ``forest_draws`` (the draws it plots).
 experts : ``experts_equivalent`` (how many crowd annotators equal one expert,
@@ -58,6 +59,7 @@ from crowd_models.report.summary import (
     conditional_intervals,
     item_table,
     true_value_summary,
+    with_intervals,
 )
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "coefficient_table",
     "conditional_intervals",
     "true_value_summary",
+    "with_intervals",
     "experts_equivalent",
     "plot_forest",
     "forest_draws",

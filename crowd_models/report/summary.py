@@ -636,3 +636,62 @@ def true_value_summary(fit, *, annotations: Annotations | None = None,
     if annotations is not None and annotations.gold is not None:
         table["gold"] = annotations.gold
     return table
+
+
+def with_intervals(table: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
+    """A summary table for reading: each measure's mean and interval in one column.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table with ``<measure>_mean``, ``<measure>_lower`` and
+        ``<measure>_upper`` columns (:func:`annotator_summary`,
+        :func:`coefficient_table`, :func:`item_table` and
+        :func:`true_value_summary` give them).
+    digits : int
+        Decimals shown.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The same rows: every measure as text, ``"0.874 [0.770, 0.950]"``
+        (the mean alone where the fit has no interval, e.g. a MAP fit without a
+        Laplace approximation), in the order of the measures' first columns;
+        the ``_sd`` columns dropped; every other column kept as it was.
+
+    Example
+    -------
+    >>> from crowd_models.models import two_coin
+    >>> fit = two_coin.em(cm.datasets.load_rte())
+    >>> cm.report.with_intervals(cm.report.annotator_summary(fit)).head()
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"with_intervals expects a DataFrame, got {type(table).__name__}.")
+    if not (isinstance(digits, int | np.integer) and digits >= 0):
+        raise ValueError(f"digits must be a non-negative integer, got {digits!r}.")
+    measures = [c[:-5] for c in table.columns if str(c).endswith("_mean")
+                and f"{c[:-5]}_lower" in table and f"{c[:-5]}_upper" in table]
+    if not measures:
+        raise ValueError("the table has no <measure>_mean/_lower/_upper columns; pass a "
+                         "table of crowd_models.report (e.g. annotator_summary(fit)).")
+
+    def text(mean, lower, upper):
+        if not np.isfinite(mean):
+            return ""
+        if not (np.isfinite(lower) and np.isfinite(upper)):
+            return f"{mean:.{digits}f}"
+        return f"{mean:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"
+
+    out = {}
+    for column in table.columns:
+        name = str(column)
+        base = next((m for m in measures if name in (f"{m}_mean", f"{m}_lower", f"{m}_upper",
+                                                      f"{m}_sd")), None)
+        if base is None:
+            if not name.endswith("_sd"):
+                out[column] = table[column]
+        elif base not in out:
+            out[base] = [text(*values) for values in zip(
+                table[f"{base}_mean"].astype(float), table[f"{base}_lower"].astype(float),
+                table[f"{base}_upper"].astype(float), strict=True)]
+    return pd.DataFrame(out, index=table.index)

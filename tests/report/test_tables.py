@@ -64,3 +64,25 @@ def test_gold_columns_and_confusion_against_a_direct_count(sim_plain):
         report.with_gold_columns(table, no_gold)
     with pytest.raises(ValueError, match="categorical Annotations with gold labels"):
         report.gold_confusion(items, no_gold)
+
+
+def test_with_intervals_joins_each_measure_and_keeps_the_rest():
+    from crowd_models import report
+
+    table = pd.DataFrame({"a_mean": [0.5, 0.25], "a_sd": [0.1, 0.2], "a_lower": [0.4, np.nan],
+                          "a_upper": [0.61, np.nan], "n_labels": [3, 4],
+                          "b_mean": [1.0, np.nan], "b_lower": [0.5, 0.1],
+                          "b_upper": [1.5, 0.2], "c_mean": [7.0, 8.0]},
+                         index=pd.Index(["u", "v"], name="annotator"))
+    out = report.with_intervals(table, digits=2)
+    assert list(out.columns) == ["a", "n_labels", "b", "c_mean"]  # c has no interval
+    assert out.loc["u", "a"] == "0.50 [0.40, 0.61]"
+    assert out.loc["v", "a"] == "0.25"  # no interval: the mean alone
+    assert out.loc["v", "b"] == ""  # no mean
+    assert out.index.equals(table.index) and out["n_labels"].tolist() == [3, 4]
+    with pytest.raises(ValueError, match="no <measure>_mean/_lower/_upper"):
+        report.with_intervals(table[["n_labels"]])
+    with pytest.raises(ValueError, match="digits must be"):
+        report.with_intervals(table, digits=-1)
+    with pytest.raises(TypeError, match="expects a DataFrame"):
+        report.with_intervals(table.to_dict())
