@@ -174,8 +174,8 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     Parameters
     ----------
     annotations : categorical Annotations without features.
-    candidates : names from :data:`CANDIDATES` (default: all that fit the labels;
-        two_coin only for two classes).
+    candidates : names from :data:`CANDIDATES` (default: all that fit the labels
+        but those of :data:`ON_REQUEST`; two_coin and irt only for two classes).
     criterion : ``"sharing"``, ``"heldout"`` or ``"loo"`` (see the module
         docstring): how candidates are scored and which are ``eligible``.
     fraction : share of the labels hidden in each split, in (0, 0.5]
