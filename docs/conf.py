@@ -2,10 +2,10 @@
 
 The build prepares three things before Sphinx reads the sources:
 
-* ``api/``: the API reference, one autosummary table per public module (a
-  module whose dotted path has no part starting with ``_``), listing every
-  public function and class defined there, so that nothing public is left
-  out. A public function or class without a docstring stops the build.
+* ``api/``: the API reference, one section per public module (a module
+  whose dotted path has no part starting with ``_``): its docstring, then an
+  autosummary table of every public function and class defined there, so
+  that nothing public is left out. A public function or class without a docstring stops the build.
 * ``case_studies/``: copies of ``../case_studies/*.py`` (jupytext percent
   scripts), which myst-nb reads as notebooks and executes.
 * ``validation.md`` and ``benchmarks.md`` include the repository's own
@@ -131,8 +131,9 @@ def public_constants(module) -> list[str]:
 
 
 def write_api(folder: Path) -> None:
-    """One page with an autosummary table per public module; stops the build on a
-    public function or class without a docstring."""
+    """One page with each public module's docstring and an autosummary table of its
+    functions and classes; stops the build on a public function or class without a
+    docstring."""
     undocumented = []
     sections = []
     for module in public_modules():
@@ -140,7 +141,7 @@ def write_api(folder: Path) -> None:
         undocumented += [f"{module.__name__}.{n}" for n in names
                          if not inspect.getdoc(getattr(module, n))]
         lines = [module.__name__, "-" * len(module.__name__), "",
-                 f".. py:module:: {module.__name__}", "", f".. currentmodule:: {module.__name__}",
+                 f".. automodule:: {module.__name__}", "", f".. currentmodule:: {module.__name__}",
                  ""]
         if names:
             lines += [".. autosummary::", "   :toctree: generated", "",

@@ -1,5 +1,7 @@
 """`crowd-models`: fit an annotation table from the command line.
 
+Usage::
+
     crowd-models fit LABELS.csv [--item COL] [--annotator COL] [--label COL]
                  [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
                  [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]

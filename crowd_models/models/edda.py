@@ -1,7 +1,7 @@
 """Maximum-likelihood Gaussian discriminant analysis with the 14 EDDA covariance
 structures (Bensmail & Celeux 1996), classes known.
 
-Each class g has a proportion tau_g, a mean mu_g and a covariance
+Each class g has a proportion tau_g, a mean mu_g and a covariance::
 
     Sigma_g = lambda_g D_g A_g D_g^T        (|A_g| = 1, D_g orthogonal)
 

@@ -18,7 +18,7 @@ summed out, so the likelihood is per item.
 Penalty scaling
 ---------------
 ``penalty`` is the rate lambda of the Laplace prior, density
-``lambda / 2 * exp(-lambda |w|)``, so the MAP maximises
+``lambda / 2 * exp(-lambda |w|)``, so the MAP maximises::
 
     sum_i log p(labels_i | x_i) - lambda * (|coef|_1 + |accuracy_coef|_1) + ...
 

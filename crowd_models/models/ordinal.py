@@ -2,12 +2,12 @@
 
 Two models, chosen with ``variant=``:
 
-``"cumulative"`` (Raykar, Yu, Zhao, Valadez, Florin, Bogoni, Moy 2010, JMLR
-11, sec. 8.2, after Frank & Hall 2001)
-    K - 1 binary problems "is the level above c?" (c = 1 .. K-1), each a
-    two-coin model (:mod:`crowd_models.models.two_coin`) with its own
-    per-annotator ``sensitivity`` and ``specificity`` (annotator, threshold)
-    and its own ``threshold_prevalence`` (threshold) = P(level > c) or logistic
+``"cumulative"`` (Raykar et al. 2010, JMLR 11, sec. 8.2, after Frank & Hall 2001)
+    Raykar, Yu, Zhao, Valadez, Florin, Bogoni and Moy's model: K - 1 binary
+    problems "is the level above c?" (c = 1 .. K-1), each a two-coin model
+    (:mod:`crowd_models.models.two_coin`) with its own per-annotator
+    ``sensitivity`` and ``specificity`` (annotator, threshold) and its own
+    ``threshold_prevalence`` (threshold) = P(level > c) or logistic
     classifier ``coef`` (feature, threshold) and ``intercept`` (threshold).
     The problems share no parameter, so the model is their product; EM is
     K - 1 two-coin EMs and MAP = EM as for the two-coin family. The class
