@@ -10,7 +10,7 @@ import pytest
 
 import crowd_models as cm
 from crowd_models import auto
-from crowd_models.models import item_difficulty, spammer, two_coin
+from crowd_models.models import item_difficulty, ordinal, spammer, two_coin
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,31 @@ def test_the_irt_candidate_is_compared_on_request(hard_items, spam_crowd):
     assert set(_AUTO_MODELS) == set(auto.CANDIDATES)
 
 
+def test_ordered_levels_add_the_latent_ordinal_candidate():
+    """Levels 1..4 rated on a latent scale by annotators with biases of +-1.2: with
+    ordered=True the ordinal candidate (fitted by MAP in each split) is compared,
+    chosen without gold, and its truth is the best of all candidates'."""
+    rng = np.random.default_rng(23)
+    ann = ordinal.simulate(variant="latent", bias=np.r_[rng.normal(0, 0.3, 6), 1.2, 1.2,
+                                                          -1.2, -1.2],
+                           noise=rng.uniform(0.2, 0.6, 10), n_classes=4, n_items=300,
+                           labels_per_item=5, rng=rng)
+    blind = dataclasses.replace(ann, gold=None, truth=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = cm.auto_fit(blind, ordered=True, n_splits=2)
+        names = [row["candidate"] for row in fit.attrs["ranking"]]
+        accuracy = {name: _accuracy(auto.point_fit(name, ann), ann) for name in names}
+        unordered = cm.compare_models(ann, n_splits=1)
+        with pytest.raises(ValueError, match="has no EM; call auto_fit with method='map'"):
+            cm.auto_fit(blind, ordered=True, n_splits=1, method="em")
+    assert fit.attrs["model"] == "ordinal", fit.attrs["ranking"]
+    assert set(names) == set(unordered.index) | {"ordinal"}
+    assert _accuracy(fit["posterior"], ann) >= max(accuracy.values()) - 0.005, accuracy
+    with pytest.raises(TypeError, match="ordered must be True or False"):
+        cm.compare_models(ann, ordered="yes")
+
+
 def test_holdout_keeps_a_label_of_every_item_and_annotator():
     ann = cm.datasets.load_web_search()
     hidden = auto._holdout_rows(ann, 0.2, np.random.default_rng(0))
@@ -139,6 +164,8 @@ def test_bad_input(spam_crowd):
         cm.compare_models(spam_crowd, candidates=["glad"])
     with pytest.raises(ValueError, match="two_coin candidate needs two classes"):
         cm.compare_models(spam_crowd, candidates=["two_coin"])
+    with pytest.raises(ValueError, match="ordinal candidate needs integer levels"):
+        cm.compare_models(spam_crowd, ordered=True)
     with pytest.raises(ValueError, match="criterion='waic' is not one of"):
         cm.compare_models(spam_crowd, criterion="waic")
     with pytest.raises(ValueError, match="fraction= and n_splits=.*nuts= instead"):

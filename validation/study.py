@@ -136,7 +136,8 @@ def write_readme(records: dict, n_workers: int) -> None:
         d = s["design"]
         brier = " / ".join(f"{s['brier'][m]:.4f}" if m in s["brier"] else "-"
                            for m in ("em", "map", "nuts"))
-        rhat = "-" if s["max_rhat"] is None else f"{s['max_rhat']:.3f}"
+        rhat = ("-" if s["max_rhat"] is None else f"{s['max_rhat']:.3f}"
+                if s["max_rhat"] < 100 else f"{s['max_rhat']:.1e}")  # a chain that never moved
         em = s.get("em_coverage_90")
         em = "-" if em is None else f"{em:.3f}"
         design = (f"{d['n_items']}, {d['n_annotators']}, {d['labels_per_item']}, "

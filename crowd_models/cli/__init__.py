@@ -6,7 +6,7 @@ Usage::
                  [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
                  [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]
                  [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy|spammer|
-                          item-difficulty]
+                          item-difficulty|auto [--criterion sharing|heldout|loo] [--ordered]]
                  [--variant NAME] [--positive CLASS] [--continuous [--bias] [--scale]]
                  [--penalty L[,L2,...]]
                  [prior options, see --help] [--method em|map|nuts]
@@ -38,7 +38,10 @@ a model whose truth is worse); ``fit.nc`` records the ranking.
 annotator within two standard errors of the best score), and ``--criterion
 loo`` scores the candidates by PSIS-LOO over items from one NUTS fit each
 (``--draws``, ``--tune``, ``--chains``, ``--seed`` set them) and chooses
-like ``sharing``. Fits with features also write ``coefficients.csv``.
+like ``sharing``. ``--ordered`` (labels that are levels of one scale, integers
+in increasing order) adds the latent ordinal model to the candidates; it has no
+EM, so a choice of it needs ``--method map`` or ``nuts``. Fits with features
+also write ``coefficients.csv``.
 
 Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
 confusion rows pooled toward the population's, with a spread chosen by
@@ -190,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
                           "sharing; heldout: the fewest parameters within two standard errors "
                           "of the best held-out score; loo: PSIS-LOO over items from a NUTS fit "
                           "of each candidate)")
+    fam.add_argument("--ordered", action="store_true",
+                     help="--model auto: the labels are levels of one scale (integers in "
+                          "increasing order, e.g. ratings 1..5); adds the latent ordinal "
+                          "model to the candidates (fitted by MAP: it has no EM)")
     fam.add_argument("--variant",
                      help="variant of the family: dawid-skene pooled (default), full, "
                           "one_coin, hierarchical; ordinal cumulative (default), latent; "

@@ -16,6 +16,7 @@ from crowd_models.cli._input import (
     _with_positive,
 )
 from crowd_models.cli._options import (
+    WITHOUT_EM,
     InputError,
     OutputError,
     _Plan,
@@ -96,11 +97,12 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
 _AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
                 "dawid_skene": ("dawid-skene", "full"), "pooled": ("dawid-skene", "pooled"),
                 "spammer": ("spammer", ""),
-                "item_difficulty": ("item-difficulty", "fixed"), "irt": ("item-difficulty", "irt")}
+                "item_difficulty": ("item-difficulty", "fixed"), "irt": ("item-difficulty", "irt"),
+                "ordinal": ("ordinal", "latent")}
 """``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
 
 
-def _auto_plan(ann, plan, progress):
+def _auto_plan(ann, plan, method, progress):
     """``--model auto``: the ranking of the candidates (held-out labels, or PSIS-LOO
     with ``--criterion loo``), and the plan of the chosen family's fit."""
     from crowd_models.auto import choose, compare_models
@@ -116,6 +118,7 @@ def _auto_plan(ann, plan, progress):
         progress.step(f"choosing the model without gold: 10% of the labels held out, 3 "
                       f"splits; {rule}")
         options = {"criterion": plan.criterion}
+    options["ordered"] = plan.ordered
     try:
         table = compare_models(ann, **options)
     except ValueError as err:
@@ -126,8 +129,13 @@ def _auto_plan(ann, plan, progress):
     model, variant = _AUTO_MODELS[chosen]
     print(f"      chosen: {chosen} (--model {model}" + (f" --variant {variant}" if variant
                                                         else "") + ")")
+    has_em = (model, variant) not in WITHOUT_EM
+    if method == "em" and not has_em:
+        raise InputError(f"the chosen model, --model {model} --variant {variant}, has no EM; "
+                         f"rerun with --method map or --method nuts.")
     options = {"variant": variant} if variant else {}
-    plan = dataclasses.replace(plan, model=model, variant=variant, options=options)
+    plan = dataclasses.replace(plan, model=model, variant=variant, options=options,
+                               has_em=has_em)
     return plan, (table.reset_index().to_dict("records"), table.attrs["criterion"])
 
 
@@ -146,7 +154,7 @@ def run_fit(args, argv=None) -> int:
     _check_family_data(ann, plan)
     ranking = None
     if plan.model == "auto":
-        plan, ranking = _auto_plan(ann, plan, progress)
+        plan, ranking = _auto_plan(ann, plan, args.method, progress)
     if has_positive(plan.model, plan.variant):
         ann = _with_positive(ann, args.positive)
     print(f"      {ann}")

@@ -396,6 +396,7 @@ class _Plan:
     sep: str
     nuts: dict
     criterion: str = "sharing"
+    ordered: bool = False
 
     def n_steps(self, method: str) -> int:
         return (2 + self.has_em + (method in ("map", "nuts")) + (method == "nuts")
@@ -447,6 +448,9 @@ def _plan(args) -> _Plan:
     if criterion is not None and model != "auto":
         raise InputError(f"--criterion chooses the family of --model auto; --model {model} is "
                          f"chosen already. Drop --criterion or use --model auto.")
+    if args.ordered and model != "auto":
+        raise InputError(f"--ordered adds the ordinal candidate to --model auto; with --model "
+                         f"{model} drop it (for ordered levels, --model ordinal).")
     nuts = {}
     for name, minimum in (("draws", 1), ("tune", 0), ("chains", 1), ("seed", 0)):
         value = _count(args, name, minimum)
@@ -470,4 +474,5 @@ def _plan(args) -> _Plan:
     classes = _class_names(args.classes, args.strip) if args.classes else None
     return _Plan(model=model, variant=variant, has_em=has_em, options={**options, **priors},
                  priors=priors, penalties=penalties, classes=classes,
-                 sep=_separator(args.sep), nuts=nuts, criterion=criterion or "sharing")
+                 sep=_separator(args.sep), nuts=nuts, criterion=criterion or "sharing",
+                 ordered=args.ordered)

@@ -19,7 +19,10 @@ Variants (``variant=``):
   (``log_easiness = easiness_spread * easiness_offset``), and the abilities
   around a learned ``ability_mean``. PyMC only (NUTS): with a learned spread
   the joint density has no mode (it grows without bound as the spread shrinks
-  to 0 with every item's offset), so MAP and EM are refused.
+  to 0 with every item's offset), so MAP and EM are refused. Known problem:
+  on sparse designs (60 items, 3 labels each) NUTS diverges where the spread
+  is large and its 90% intervals cover 83% in simulation-based calibration
+  (validation/findings.md); prefer ``"fixed"`` there.
 * ``"irt"`` (binary labels): an item-response model in the spirit of
   Carpenter's "Crowdsourcing with Difficulty", with a per-item ``difficulty``
   and discrimination (``easiness``) and per-annotator ``ability`` and

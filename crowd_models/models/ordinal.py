@@ -115,8 +115,8 @@ from crowd_models.models import two_coin
 
 __all__ = [
     "build_model", "em", "simulate", "class_probabilities",
-    "negative_differences", "binary_annotations", "threshold_names", "latent_confusion",
-    "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
+    "negative_differences", "binary_annotations", "threshold_names", "require_levels",
+    "latent_confusion", "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",
 ]
 
@@ -160,8 +160,15 @@ FLAT_PRIORS = dict(
 
 
 # -------------------------------------------------------------- the levels
-def _require_ordinal(annotations, family: str) -> None:
-    """Classes must be integer levels, increasing in the class order."""
+def require_levels(annotations, family: str = "an ordinal model") -> None:
+    """Raise a ValueError unless the classes are integer levels, increasing in
+    the class order (``family`` names the model in the message).
+
+    Example
+    -------
+    >>> from crowd_models.models import ordinal
+    >>> ordinal.require_levels(cm.datasets.load_web_search())  # 1..5: passes
+    """
     C.require_categorical(annotations, family)
     classes = list(annotations.classes)
     K = len(classes)
@@ -693,7 +700,7 @@ def build_model(
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
-    _require_ordinal(annotations, f"the {variant} ordinal model")
+    require_levels(annotations, f"the {variant} ordinal model")
     if variant == "cumulative":
         pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                       prevalence_prior, coef_precision, intercept_precision)
@@ -771,7 +778,7 @@ def em(
                          "annotations, variant='latent')) (or cm.sample).")
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {VARIANTS}.")
-    _require_ordinal(annotations, "the cumulative ordinal model")
+    require_levels(annotations, "the cumulative ordinal model")
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
     fits = [two_coin.em(binary_annotations(annotations, c), **kw, tol=tol, max_iter=max_iter,

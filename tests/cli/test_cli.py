@@ -247,6 +247,37 @@ def test_fit_auto_prints_the_ranking_and_fits_the_choice(tmp_path, capsys):
     assert "not --model auto" in capsys.readouterr().err
 
 
+def test_fit_auto_ordered_compares_the_latent_ordinal_model(tmp_path, capsys, monkeypatch):
+    import json
+
+    from crowd_models import auto
+    from crowd_models.models import ordinal
+
+    rng = np.random.default_rng(23)
+    sim = ordinal.simulate(variant="latent", bias=np.r_[rng.normal(0, 0.3, 6), 1.2, 1.2, -1.2,
+                                                        -1.2],
+                           noise=rng.uniform(0.2, 0.6, 10), n_classes=4, n_items=300,
+                           labels_per_item=5, rng=rng)
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    labels = str(tmp_path / "labels.csv")
+    assert main(["fit", labels, "--model", "auto", "--ordered", "--method", "map",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert "chosen: ordinal (--model ordinal --variant latent)" in capsys.readouterr().out
+    fit = xr.open_dataset(tmp_path / "out" / "fit.nc", engine="h5netcdf")
+    assert fit.attrs["family"] == "ordinal"
+    # the chosen model has no EM: said after the ranking, before any fit (the
+    # ranking of the run above stands in for a second comparison)
+    table = pd.DataFrame(json.loads(fit.attrs["ranking"])).set_index("candidate")
+    table.attrs["criterion"] = "sharing"
+    monkeypatch.setattr(auto, "compare_models", lambda ann, **options: table)
+    assert main(["fit", labels, "--model", "auto", "--ordered", "--method", "em",
+                 "--out", str(tmp_path / "em")]) == 2
+    assert "has no EM; rerun with --method map" in capsys.readouterr().err
+    assert main(["fit", labels, "--model", "dawid-skene", "--ordered",
+                 "--out", str(tmp_path / "other")]) == 2
+    assert "--ordered adds the ordinal candidate to --model auto" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def continuous_csv(tmp_path_factory):
     from crowd_models.models import continuous
