@@ -249,3 +249,34 @@ def test_fit_map_arguments(tiny_model, count_compiles, kwargs, error, match):
     with pytest.raises(error, match=match):
         cm.fit_map(tiny_model, **kwargs)
     assert len(count_compiles) == 0
+
+
+def test_continuous_labels_of_another_scale_share_the_compiled_graph(count_compiles):
+    """The continuous family's priors scale with the labels' sd and centre on their
+    mean; those enter as data, so labels of another scale and mean compile nothing
+    (neither PyTensor nor nutpie) and the fits see their own labels."""
+    from crowd_models.models import continuous
+
+    rng = np.random.default_rng(5)
+    sets = []
+    for shift, stretch in ((0.0, 1.0), (50.0, 8.0)):
+        ann = continuous.simulate(rng.gamma(4, 1, 5), bias=np.array([-0.4, -0.2, 0, 0.2, 0.4]),
+                                  n_items=40, labels_per_item=3, rng=rng)
+        frame = ann.to_frame()
+        frame["label"] = shift + stretch * frame["label"]
+        sets.append(cm.Annotations.from_frame(frame, continuous=True))
+    kwargs = dict(draws=100, tune=100, chains=1, cores=1, random_seed=2, progressbar=False)
+    cm.sample(continuous.build_model(sets[0], bias=True), **kwargs)  # warms both caches
+    nutpie_count = _compiled.COMPILE_COUNT["nutpie"]
+    count_compiles.clear()
+    model = continuous.build_model(sets[1], bias=True)
+    fit = cm.fit_map(model)
+    idata = cm.sample(model, **kwargs)
+    assert len(count_compiles) == 0
+    assert _compiled.COMPILE_COUNT["nutpie"] == nutpie_count
+    em_fit = continuous.em(sets[1], bias=True)
+    for name in ("intercept", "truth_precision", "bias"):
+        np.testing.assert_allclose(fit.posterior[name].values, em_fit[name].values,
+                                   rtol=1e-5, atol=1e-6)
+    em_intercept = float(em_fit["intercept"].values.ravel()[0])  # near 50: its own labels
+    assert abs(float(idata.posterior["intercept"].mean()) - em_intercept) < 4.0

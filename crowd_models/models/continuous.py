@@ -287,19 +287,25 @@ def _priors(ann: Annotations, *, bias: bool, precision_prior, truth_precision_pr
          "annotator_scale": bool(annotator_scale)}
     p["tau_a"], p["tau_b"], p["tau_flat"] = _gamma_prior(precision_prior, "precision_prior",
                                                          J, scale)
+    p["tau_b_unit"] = _gamma_prior(precision_prior, "precision_prior", J, 1.0)[1]
     a, b, flat = _gamma_prior(truth_precision_prior, "truth_precision_prior", None, scale)
     p["gamma_a"], p["gamma_b"], p["gamma_flat"] = float(a), float(b), flat
+    p["gamma_b_unit"] = float(_gamma_prior(truth_precision_prior, "truth_precision_prior",
+                                           None, 1.0)[1])
     if bias:
-        p["bias_sd"] = _zero_sum_sd(bias_sd, "bias", J, "the biases sum to zero") * scale
+        p["bias_sd_unit"] = _zero_sum_sd(bias_sd, "bias", J, "the biases sum to zero")
+        p["bias_sd"] = p["bias_sd_unit"] * scale
     if annotator_scale:
         p["scale_sd"] = _zero_sum_sd(scale_sd, "scale", J, "the scales average 1")
     if ann.features is not None:
-        p["coef_prec"] = _precision_vector(coef_precision, "coef_precision",
-                                           ann.n_features) / scale ** 2
+        p["coef_prec_unit"] = _precision_vector(coef_precision, "coef_precision",
+                                                ann.n_features)
+        p["coef_prec"] = p["coef_prec_unit"] / scale ** 2
     icpt = C.check_positive_precision(intercept_precision, "intercept_precision")
     if icpt.ndim != 0:
         raise ValueError(f"intercept_precision must be a number, got {intercept_precision!r}.")
     p["intercept_prec"] = float(icpt) / scale ** 2
+    p["intercept_prec_unit"] = float(icpt)
     return p
 
 
@@ -691,14 +697,20 @@ def build_model(
     start = _start(annotations, pri)
     with pm.Model(coords=annotations.coords()) as model:
         data = _long_table_data(annotations)
+        # the labels' scale and mean enter the priors as data, not as constants, so
+        # that models of other labels share one compiled graph (and one nutpie model)
+        unit = pm.Data("label_scale", pri["scale"])
+        centre = pm.Data("label_center", pri["center"])
         if pri["tau_flat"]:
             tau = pm.HalfFlat("precision", dims=D.ANNOTATOR)
         else:
-            tau = pm.Gamma("precision", alpha=pri["tau_a"], beta=pri["tau_b"], dims=D.ANNOTATOR)
+            tau = pm.Gamma("precision", alpha=pri["tau_a"], beta=pri["tau_b_unit"] * unit ** 2,
+                           dims=D.ANNOTATOR)
         beta = None
         if bias:
             if np.isfinite(pri["bias_sd"]):
-                beta = pm.ZeroSumNormal("bias", sigma=pri["bias_sd"], dims=D.ANNOTATOR)
+                beta = pm.ZeroSumNormal("bias", sigma=pri["bias_sd_unit"] * unit,
+                                        dims=D.ANNOTATOR)
             else:
                 beta = pm.Flat("bias", dims=D.ANNOTATOR, transform=ZeroSumTransform([-1]))
         sc = None
@@ -712,8 +724,8 @@ def build_model(
         if pri["intercept_prec"] == 0:
             intercept = pm.Flat("intercept")
         else:
-            intercept = pm.Normal("intercept", pri["center"],
-                                  sigma=1 / np.sqrt(pri["intercept_prec"]))
+            intercept = pm.Normal("intercept", centre,
+                                  sigma=unit / np.sqrt(pri["intercept_prec_unit"]))
         if annotations.features is None:
             m = pt.zeros(data["n_items"]) + intercept
         else:
@@ -721,13 +733,14 @@ def build_model(
             if np.all(pri["coef_prec"] == 0):
                 coef = pm.Flat("coef", dims=D.FEATURE)
             else:
-                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(pri["coef_prec"]),
+                coef = pm.Normal("coef", 0.0, sigma=unit / np.sqrt(pri["coef_prec_unit"]),
                                  dims=D.FEATURE)
             m = X @ coef + intercept
         if pri["gamma_flat"]:
             gamma = pm.HalfFlat("truth_precision")
         else:
-            gamma = pm.Gamma("truth_precision", alpha=pri["gamma_a"], beta=pri["gamma_b"])
+            gamma = pm.Gamma("truth_precision", alpha=pri["gamma_a"],
+                             beta=pri["gamma_b_unit"] * unit ** 2)
         if noise == "gaussian":
             items = _gaussian_items_pt(data, tau, beta, m, gamma, sc)
         else:
