@@ -207,8 +207,9 @@ def _check_noise(noise, nu) -> float:
     return float(nu)
 
 
-def _gamma_prior(value, name: str, size: int | None, scale: float):
-    """(shape, rate) in label_scale units -> (shape, rate in label units, flat)."""
+def _gamma_prior(value, name: str, size: int | None):
+    """(shape, rate) in label_scale units, checked -> (shape, rate, flat); the rate in
+    label units is ``rate * label_scale ** 2``."""
     a, b = C.parameter_pair(value, name, size, what="(shape, rate) of Gamma",
                             parts="shape and rate")
     if size is None and (a.ndim or b.ndim):
@@ -230,7 +231,7 @@ def _gamma_prior(value, name: str, size: int | None, scale: float):
             f"{name}: rate 0 with shape > 1 is an improper prior without a mode; use rate > 0, "
             f"or shape 1 and rate 0 for a flat prior."
         )
-    return a, b * scale ** 2, bool(flat.all())
+    return a, b, bool(flat.all())
 
 
 def _precision_vector(value, name: str, size: int) -> np.ndarray:
@@ -285,13 +286,14 @@ def _priors(ann: Annotations, *, bias: bool, precision_prior, truth_precision_pr
     J = ann.n_annotators
     p = {"scale": scale, "center": float(labels.mean()), "bias": bool(bias),
          "annotator_scale": bool(annotator_scale)}
-    p["tau_a"], p["tau_b"], p["tau_flat"] = _gamma_prior(precision_prior, "precision_prior",
-                                                         J, scale)
-    p["tau_b_unit"] = _gamma_prior(precision_prior, "precision_prior", J, 1.0)[1]
-    a, b, flat = _gamma_prior(truth_precision_prior, "truth_precision_prior", None, scale)
-    p["gamma_a"], p["gamma_b"], p["gamma_flat"] = float(a), float(b), flat
-    p["gamma_b_unit"] = float(_gamma_prior(truth_precision_prior, "truth_precision_prior",
-                                           None, 1.0)[1])
+    # each prior's number in label_scale units (``_unit``, what the PyMC model
+    # scales by its label_scale data) and in label units (what EM uses)
+    p["tau_a"], p["tau_b_unit"], p["tau_flat"] = _gamma_prior(precision_prior,
+                                                              "precision_prior", J)
+    p["tau_b"] = p["tau_b_unit"] * scale ** 2
+    a, b, flat = _gamma_prior(truth_precision_prior, "truth_precision_prior", None)
+    p["gamma_a"], p["gamma_b_unit"], p["gamma_flat"] = float(a), float(b), flat
+    p["gamma_b"] = float(b * scale ** 2)
     if bias:
         p["bias_sd_unit"] = _zero_sum_sd(bias_sd, "bias", J, "the biases sum to zero")
         p["bias_sd"] = p["bias_sd_unit"] * scale

@@ -19,7 +19,8 @@ Variants (``variant=``):
   (``log_easiness = easiness_spread * easiness_offset``), and the abilities
   around a learned ``ability_mean``. PyMC only (NUTS): with a learned spread
   the joint density has no mode (it grows without bound as the spread shrinks
-  to 0 with every item's offset), so MAP and EM are refused. Known problem:
+  to 0 with every item's offset), so EM is refused and a MAP is no summary of
+  it (``fit_map`` serves only as NUTS's start). Known problem:
   on sparse designs (60 items, 3 labels each) NUTS diverges where the spread
   is large and its 90% intervals cover 83% in simulation-based calibration
   (validation/findings.md); prefer ``"fixed"`` there.
