@@ -14,6 +14,10 @@ machine. Three parts:
    10^3 and 10^4 labels.
 3. The seven Snow et al. (2008) affect data sets: EM of the three Gaussian
    variants per emotion, total wall time.
+4. One compile for every data set: ``fit_map`` and a short NUTS fit
+   (``cm.sample``, nutpie) of the precision+bias model on each affect emotion
+   in turn (labels of other means and spreads), the first emotion's time (it
+   compiles) against the mean of the other six, with the compilations counted.
 
     .venv/bin/python benchmarks/continuous.py            # full run
     .venv/bin/python benchmarks/continuous.py --quick    # smaller sizes
@@ -111,6 +115,26 @@ def affect_part() -> None:
           + ", ".join(f"{k} {v}" for k, v in iterations.items()))
 
 
+def shared_compile_part() -> None:
+    import crowd_models as cm
+    from crowd_models import _compiled
+    from crowd_models.datasets import AFFECT_EMOTIONS, load_affect
+    from crowd_models.models import continuous
+
+    times = []
+    for emotion in AFFECT_EMOTIONS:
+        before = sum(_compiled.COMPILE_COUNT.values())
+        model = continuous.build_model(load_affect(emotion), bias=True)
+        _, seconds = timed(lambda m=model: (cm.fit_map(m), cm.sample(
+            m, draws=300, tune=300, chains=2, cores=1, random_seed=1, progressbar=False)))
+        times.append(seconds)
+        print(f"   {emotion:9s} MAP + NUTS {seconds:6.2f} s, "
+              f"{sum(_compiled.COMPILE_COUNT.values()) - before} compilations")
+    rest = float(np.mean(times[1:]))
+    print(f"4. one compile for every data set: first emotion {times[0]:.2f} s, the other six "
+          f"{rest:.2f} s on average: ratio {times[0] / rest:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -119,6 +143,7 @@ def main() -> None:
     gaussian_part([10_000] if args.quick else [10_000, 100_000])
     student_t_part([1_000] if args.quick else [1_000, 10_000])
     affect_part()
+    shared_compile_part()
 
 
 if __name__ == "__main__":
