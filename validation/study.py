@@ -102,13 +102,17 @@ def run_case(name: str, fit: str, n_sims: int, client, seed: int) -> dict:
     print(f"{name} {fit}: {summary['replications']} replications, {summary['rejected']} of "
           f"{summary['tests']} rejected (p < {summary['threshold']:.2g}), coverage "
           f"{summary['coverage_50']:.3f}/{summary['coverage_90']:.3f}, "
-          f"{summary['seconds']:.0f} s on {summary['workers']} workers", flush=True)
+          f"{summary['seconds']:.0f} s on {_workers(summary['workers'])}", flush=True)
     return {"summary": summary, "variables": variables.round(4).to_dict("index")}
 
 
 def _shown(tests: pd.DataFrame, most: int = 18) -> list[str]:
     """The parameters a rank figure shows: the worst p-values first, at most ``most``."""
     return list(tests.sort_values("p_value").index[:most])
+
+
+def _workers(n: int) -> str:
+    return f"{n} worker" if n == 1 else f"{n} workers"
 
 
 def write_readme(records: dict, n_workers: int) -> None:
@@ -147,9 +151,11 @@ def write_readme(records: dict, n_workers: int) -> None:
             f"| {s['case']} | {s['fit']} | {design} | {s['replications']} | "
             f"{s['rejected']} / {s['tests']} | {s['min_p']:.3g} | {s['coverage_50']:.3f} | "
             f"{s['coverage_90']:.3f} | {em} | {rhat} | {s['divergent_fits']} | {brier} | "
-            f"{s['seconds']:.0f} on {s['workers']} workers |")
+            f"{s['seconds']:.0f} on {_workers(s['workers'])} |")
+    total = sum(records[key]["summary"]["seconds"] for key in records) / 3600
     lines += ["", f"Run on {os.cpu_count()} cores (the last run with {n_workers} Dask "
-              f"workers; the seconds column gives each case's).", ""]
+              f"{_workers(n_workers).split()[1]}; the seconds column gives each case's, "
+              f"{total:.1f} hours in all).", ""]
     findings = HERE / "findings.md"  # hand-written: what the numbers mean
     if findings.exists():
         lines += [findings.read_text().strip(), ""]
@@ -197,7 +203,7 @@ def main(argv=None) -> int:
                 (HERE / "results").mkdir(exist_ok=True)
                 store.write_text(json.dumps(records, indent=1))
                 write_readme(records, args.workers)
-    print(f"study: {time.perf_counter() - t0:.0f} s with {args.workers} Dask workers on "
+    print(f"study: {time.perf_counter() - t0:.0f} s with {_workers(args.workers)} (Dask) on "
           f"{os.cpu_count()} cores")
     return 0
 
