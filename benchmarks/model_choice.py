@@ -6,6 +6,7 @@ the family ``auto.choose`` takes from it (criterion "sharing", and the older
     .venv/bin/python benchmarks/model_choice.py             # every set
     .venv/bin/python benchmarks/model_choice.py --only rte dog
     .venv/bin/python benchmarks/model_choice.py --simulations   # label-bias and other crowds
+    .venv/bin/python benchmarks/model_choice.py --simulations --seeds 5
     .venv/bin/python benchmarks/model_choice.py --loo --only rte   # criterion "loo" and its cost
 
 Labels as in ``accuracy.py`` (features dropped, repeated pairs reduced to
@@ -13,7 +14,10 @@ their first label); ``compare_models`` with its defaults (10% held out, 3
 splits, seed 0). Printed per set: the ranking with each candidate's accuracy
 (its EM on all labels), then one line: the best score's family, the chosen
 family and the best family by accuracy, with the chosen one's shortfall.
-Gold is read only to print the accuracies.
+Gold is read only to print the accuracies. A simulated crowd's line also
+gives the shortfall of the family that generated its labels (``GENERATING``):
+what a choice that knew the generating process would lose to the best
+family in hindsight.
 
 With ``--loo``: ``auto_fit(criterion="loo")`` (one NUTS fit per candidate,
 PSIS-LOO over items) beside one NUTS fit of the default family (two-coin for
@@ -38,7 +42,7 @@ import pandas as pd
 
 import crowd_models as cm
 from crowd_models import auto
-from crowd_models.models import dawid_skene, two_coin
+from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
 
 HERE = Path(__file__).resolve().parent
 
@@ -66,13 +70,30 @@ def simulated(scenario: str, rng) -> cm.Annotations:
     elif scenario == "two_coin_true":  # 15 annotators, sensitivity and specificity apart
         sens, spec = rng.uniform(0.55, 0.95, 15), rng.uniform(0.55, 0.95, 15)
         prevalence, per_item = 0.3, 5
+    elif scenario == "spam_heavy":  # 3 classes; 3 of 10 spam (two always say "c")
+        trust = np.r_[rng.uniform(0.5, 0.9, 7), 0.0, 0.0, 0.05]
+        share = np.r_[rng.dirichlet(np.ones(3) * 3, size=7), [[0.05, 0.05, 0.9]] * 2,
+                      [[1 / 3] * 3]]
+        return spammer.simulate(trust, spam_share=share, n_items=400, labels_per_item=5,
+                                classes=["a", "b", "c"], rng=rng)
+    elif scenario == "hard_items":  # 300 items from trivial to guesswork, 7 annotators
+        easiness = np.exp(rng.normal(0, 1.5, 300))
+        return item_difficulty.simulate([3.0, 2.5, 2.0, 1.5, 1.0, 1.0, 0.5], easiness, rng=rng)
     else:
         raise ValueError(scenario)
     return two_coin.simulate(sensitivity=sens, specificity=spec, n_items=600,
                              prevalence=prevalence, labels_per_item=per_item, rng=rng)
 
 
-SCENARIOS = ("label_bias", "bias_both_ways", "one_coin_true", "two_coin_true")
+SCENARIOS = ("label_bias", "bias_both_ways", "one_coin_true", "two_coin_true", "spam_heavy",
+             "hard_items")
+
+GENERATING = {"label_bias": "two_coin", "bias_both_ways": "two_coin",
+              "one_coin_true": "one_coin", "two_coin_true": "two_coin",
+              "spam_heavy": "spammer", "hard_items": "item_difficulty"}
+"""The candidate whose model simulated each scenario's labels: the family an oracle
+that knew the generating process would choose (the one-coin crowd is also a
+two-coin one, with sensitivity equal to specificity)."""
 
 
 ORDERED_SETS = ("web_search", "adult_content")
@@ -80,8 +101,9 @@ ORDERED_SETS = ("web_search", "adult_content")
 with ``ordered=True``, which adds the latent ordinal candidate."""
 
 
-def run(ann: cm.Annotations, label: str, t0: float, tools) -> str:
-    """Print the ranking with every candidate's accuracy; one summary line back."""
+def run(ann: cm.Annotations, label: str, t0: float, tools, generating: str | None = None) -> str:
+    """Print the ranking with every candidate's accuracy; one summary line back
+    (with ``generating``, a simulation's family: its shortfall too)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         table = auto.compare_models(ann, ordered=label in ORDERED_SETS)
@@ -96,10 +118,12 @@ def run(ann: cm.Annotations, label: str, t0: float, tools) -> str:
     best = max(accuracy, key=accuracy.get)
     print(f"{label} ({time.perf_counter() - t0:.0f} s)")
     print(table.round(4).to_string(), flush=True)
+    oracle = ("" if generating is None else
+              f"  generating {generating} shortfall {accuracy[best] - accuracy[generating]:.4f}")
     return (f"{label:18s} best score {table.index[0]:16s} heldout rule {chosen_old:16s} "
             f"{accuracy[chosen_old]:.4f}  sharing {chosen:16s} {accuracy[chosen]:.4f}  "
             f"best {best:16s} {accuracy[best]:.4f}  "
-            f"shortfall {accuracy[best] - accuracy[chosen]:.4f}")
+            f"shortfall {accuracy[best] - accuracy[chosen]:.4f}{oracle}")
 
 
 def run_loo(ann: cm.Annotations, label: str, tools) -> str:
@@ -139,7 +163,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(tools.SETS), choices=tools.SETS)
     parser.add_argument("--simulations", action="store_true",
-                        help="the simulated scenarios (two seeds each) instead of the sets")
+                        help="the simulated scenarios instead of the sets")
+    parser.add_argument("--seeds", type=int, default=2,
+                        help="simulation seeds per scenario (0, 1, ...; default 2)")
     parser.add_argument("--loo", action="store_true",
                         help="criterion 'loo' (NUTS per candidate) and its time against one "
                              "NUTS fit, on the sets in --only")
@@ -152,9 +178,10 @@ def main(argv=None) -> None:
         return
     if args.simulations:
         for scenario in SCENARIOS:
-            for seed in range(2):
+            for seed in range(args.seeds):
                 ann = simulated(scenario, np.random.default_rng(seed))
-                lines.append(run(ann, f"{scenario}/{seed}", time.perf_counter(), tools))
+                lines.append(run(ann, f"{scenario}/{seed}", time.perf_counter(), tools,
+                                 GENERATING[scenario]))
         print("\n".join(lines))
         return
     for name in args.only:
