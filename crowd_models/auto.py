@@ -215,20 +215,28 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
 
     Parameters
     ----------
-    annotations : categorical Annotations without features.
-    candidates : names from :data:`CANDIDATES` (default: all that fit the labels
-        but those of :data:`ON_REQUEST`; two_coin and irt only for two classes;
+    annotations : Annotations
+        Categorical labels, without features.
+    candidates : sequence of str, optional
+        Names from :data:`CANDIDATES` (default: all that fit the labels but
+        those of :data:`ON_REQUEST`; two_coin and irt only for two classes;
         those of :data:`ORDERED` only with ``ordered=True``).
-    criterion : ``"sharing"``, ``"heldout"`` or ``"loo"`` (see the module
-        docstring): how candidates are scored and which are ``eligible``.
-    ordered : True when the classes are levels of one scale, in their order
+    criterion : {"sharing", "heldout", "loo"}, optional
+        How candidates are scored and which are ``eligible`` (see the module
+        docstring).
+    ordered : bool, optional
+        True when the classes are levels of one scale, in their order
         (integers, e.g. ratings 1..5): adds the candidates of :data:`ORDERED`
         to the default ones. Default False (classes are unordered).
-    fraction : share of the labels hidden in each split, in (0, 0.5]
-        (default 0.1; held-out criteria only).
-    n_splits : number of random splits (default 3; held-out criteria only).
-    rng : seed or Generator of the splits (of the NUTS seeds for ``"loo"``).
-    nuts : keywords of :func:`crowd_models.sample` for criterion ``"loo"``
+    fraction : float, optional
+        Share of the labels hidden in each split, in (0, 0.5] (default 0.1;
+        held-out criteria only).
+    n_splits : int, optional
+        Number of random splits (default 3; held-out criteria only).
+    rng : int or numpy.random.Generator, optional
+        Seed or Generator of the splits (of the NUTS seeds for ``"loo"``).
+    nuts : dict, optional
+        Keywords of :func:`crowd_models.sample` for criterion ``"loo"``
         (default :data:`NUTS_DEFAULTS`, without a progress bar).
 
     Returns
@@ -382,15 +390,18 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
 
     Parameters
     ----------
-    annotations : categorical Annotations without features.
-    candidates, criterion, ordered, rng, **compare_options : as in
-        :func:`compare_models`.
-    method : ``"map"`` (``fit_map`` on the family's model, a DataTree; the
-        default for the held-out criteria), ``"em"`` (the family's EM, an
-        xarray Dataset; a ValueError when the chosen candidate is one of
+    annotations : Annotations
+        Categorical labels, without features.
+    candidates, criterion, ordered, rng, **compare_options
+        As in :func:`compare_models`.
+    method : {"map", "em", "nuts"}, optional
+        ``"map"`` (``fit_map`` on the family's model, a DataTree; the default
+        for the held-out criteria), ``"em"`` (the family's EM, an xarray
+        Dataset; a ValueError when the chosen candidate is one of
         :data:`NO_EM`) or ``"nuts"`` (:func:`crowd_models.sample`; the default
         for criterion ``"loo"``, which returns the fit it scored).
-    tolerance : see :func:`choose` (criterion ``"heldout"`` only).
+    tolerance : float, optional
+        See :func:`choose` (criterion ``"heldout"`` only).
 
     Returns
     -------

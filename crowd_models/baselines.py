@@ -20,16 +20,19 @@ def majority_vote(
 
     Parameters
     ----------
-    hard : bool
+    annotations : Annotations
+        Categorical labels.
+    hard : bool, optional
         False (default): the soft vote, each class's share of the item's labels
         (Raykar et al. 2009, eq. 2; repeated labels count). True: a one-hot vote
         for the most frequent class, ties broken by ``ties``.
-    ties : {"split", "first", "random"}
+    ties : {"split", "first", "random"}, optional
         Tie rule for ``hard=True``: "split" shares the vote equally among the
         tied classes (rows still sum to one), "first" takes the tied class that
         comes first in ``annotations.classes``, "random" draws one of the tied
         classes with ``rng``.
-    rng : numpy Generator or seed, used by ``ties="random"``.
+    rng : int, numpy.random.Generator or None, optional
+        Seed or Generator, used by ``ties="random"``.
 
     Example
     -------

@@ -76,13 +76,18 @@ def ppc(fit, annotations: Annotations, *, n_draws: int = 200, rng=0) -> xr.Datas
 
     Parameters
     ----------
-    fit : a two-coin, Dawid-Skene (any variant), spammer or item-difficulty fit
+    fit : xarray.Dataset or xarray.DataTree
+        A two-coin, Dawid-Skene (any variant), spammer or item-difficulty fit
         without features: an EM Dataset, or a DataTree from ``fit_map`` (both a
         plug-in check) or ``sample``.
-    annotations : the annotations the fit was fitted to.
-    n_draws : replicated tables; with fewer posterior draws than this, the draws
-        are reused in turn (a single-draw fit: every table from the one draw).
-    rng : seed or Generator.
+    annotations : Annotations
+        The annotations the fit was fitted to.
+    n_draws : int, optional
+        Number of replicated tables; with fewer posterior draws than this, the
+        draws are reused in turn (a single-draw fit: every table from the one
+        draw).
+    rng : int or numpy.random.Generator, optional
+        Seed or Generator of the replications.
 
     Returns
     -------

@@ -386,22 +386,33 @@ def sbc(family: str, design: dict | None = None, *, n_sims: int = 200, fit: str 
 
     Parameters
     ----------
-    family : a family's name, e.g. ``"two_coin"`` (:data:`CASES`).
-    design : the simulated tables' ``n_items``, ``n_annotators``,
-        ``labels_per_item`` and ``n_classes`` (default :data:`DESIGN_DEFAULTS`),
-        and ``n_features`` for a case with features (default 2).
-    n_sims : number of replications.
-    fit : ``"nuts"`` (the posterior) or ``"map"`` (the Laplace approximation).
-    variant : the family's variant (default: the first in :data:`CASES`).
-    client : None (a LocalCluster when Dask is installed, else serial), False
+    family : str
+        A family's name, e.g. ``"two_coin"`` (:data:`CASES`).
+    design : dict, optional
+        The simulated tables' ``n_items``, ``n_annotators``, ``labels_per_item``
+        and ``n_classes`` (default :data:`DESIGN_DEFAULTS`), and ``n_features``
+        for a case with features (default 2).
+    n_sims : int, optional
+        Number of replications.
+    fit : {"nuts", "map"}, optional
+        ``"nuts"`` (the posterior) or ``"map"`` (the Laplace approximation).
+    variant : str, optional
+        The family's variant (default: the first in :data:`CASES`).
+    client : None, False, str or distributed.Client, optional
+        None (a LocalCluster when Dask is installed, else serial), False
         (serial), a scheduler address or a ``distributed.Client``.
-    seed : seed of the replications' ``SeedSequence``.
-    nuts : keywords of :func:`crowd_models.sample` (default :data:`NUTS_DEFAULTS`).
-    n_ranks : posterior draws each true value is ranked among (ranks 0 to n_ranks).
-    fit_priors : prior keywords of the family's ``build_model`` (and EM) given to
-        the fit only, while the parameters still come from the default priors:
-        a deliberate mismatch, which a working check rejects.
-    progressbar : print the count of finished replications.
+    seed : int, optional
+        Seed of the replications' ``SeedSequence``.
+    nuts : dict, optional
+        Keywords of :func:`crowd_models.sample` (default :data:`NUTS_DEFAULTS`).
+    n_ranks : int, optional
+        Posterior draws each true value is ranked among (ranks 0 to n_ranks).
+    fit_priors : dict, optional
+        Prior keywords of the family's ``build_model`` (and EM) given to the fit
+        only, while the parameters still come from the default priors: a
+        deliberate mismatch, which a working check rejects.
+    progressbar : bool, optional
+        Print the count of finished replications.
 
     Returns
     -------

@@ -646,8 +646,9 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with continuous labels (``continuous=True``);
-        with features, the truth is a linear regression on them.
+    annotations : Annotations
+        Continuous labels (``continuous=True``); with features, the truth is a linear
+        regression on them.
     bias : bool
         Add a per-annotator additive ``bias`` (sum-to-zero over annotators).
     scale : bool
@@ -656,18 +657,25 @@ def build_model(
     noise : "gaussian" or "student_t"
         Annotator noise. Student-t uses ``nu`` degrees of freedom (fixed) and
         ``quadrature_nodes`` Gauss-Hermite nodes per item.
+    nu : float, optional
+        Degrees of freedom of the Student-t noise (positive, fixed; default 4).
+        Only read with ``noise="student_t"``.
     precision_prior, truth_precision_prior : (shape, rate)
         Gamma priors in ``label_scale`` units; ``precision_prior`` may hold
         arrays over annotators.
-    bias_sd : positive number, prior sd of the biases in ``label_scale`` units
-        (``np.inf``: flat).
-    scale_sd : positive number, prior sd of the scales around 1 (unit-free;
-        ``np.inf``: flat).
-    coef_precision : number or (feature,), Gaussian prior precision of
-        ``coef / label_scale``; 0 = flat.
-    intercept_precision : number, Gaussian prior precision of
-        ``(intercept - mean label) / label_scale``; 0 = flat.
-    label_scale : positive number or None (the sd of all labels).
+    bias_sd : float, optional
+        Positive; prior sd of the biases in ``label_scale`` units (``np.inf``: flat).
+    scale_sd : float, optional
+        Positive; prior sd of the scales around 1 (unit-free; ``np.inf``: flat).
+    coef_precision : float or array (feature,), optional
+        Gaussian prior precision of ``coef / label_scale``; 0 = flat.
+    intercept_precision : float, optional
+        Gaussian prior precision of ``(intercept - mean label) / label_scale``; 0 = flat.
+    label_scale : float or None, optional
+        Positive; None means the sd of all labels.
+    quadrature_nodes : int, optional
+        Gauss-Hermite nodes per item that integrate the true value out under
+        Student-t noise (default ``QUADRATURE_NODES``, 64).
 
     Variables: ``precision`` (annotator), ``bias`` (annotator, with
     ``bias=True``), ``scale_offset`` and the deterministic ``scale`` = 1 +

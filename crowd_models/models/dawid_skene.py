@@ -456,9 +456,10 @@ def empirical_spread(
 
     Parameters
     ----------
-    annotations : categorical Annotations (features optional).
-    population_prior, prevalence_prior, coef_precision, intercept_precision :
-        as in :func:`build_model`.
+    annotations : Annotations
+        Categorical annotations (features optional).
+    population_prior, prevalence_prior, coef_precision, intercept_precision
+        As in :func:`build_model`.
 
     Returns
     -------
@@ -516,21 +517,25 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with K >= 2 classes (features optional).
-    variant : "full", "one_coin", "hierarchical" or "pooled" (see the module
-        docstring).
+    annotations : Annotations
+        K >= 2 classes (features optional).
+    variant : {"full", "one_coin", "hierarchical", "pooled"}, optional
+        See the module docstring.
     confusion_prior : None, (diagonal, off_diagonal), (K, K) or (J, K, K)
         Dirichlet concentrations of the confusion rows ("full").
-    accuracy_prior : (a, b), Beta prior of the one-coin ``accuracy``.
-    prevalence_prior : number or (K,), Dirichlet concentration of ``prevalence``.
-    population_prior : (diagonal advantage, sd), prior of the hierarchical and
-        pooled ``population_logit`` (true_class, label_class).
-    spread_prior : HalfNormal scale of the hierarchical ``confusion_spread``.
-    spread : the pooled variant's fixed spread (a positive number), or None
-        (default) for :func:`empirical_spread`'s choice, computed here (it runs
-        the pooled EM).
-    coef_precision, intercept_precision : positive numbers, priors of the
-        sum-to-zero softmax classifier (with features).
+    accuracy_prior : (a, b), optional
+        Beta prior of the one-coin ``accuracy``.
+    prevalence_prior : float or array (K,), optional
+        Dirichlet concentration of ``prevalence``.
+    population_prior : (diagonal advantage, sd), optional
+        Prior of the hierarchical and pooled ``population_logit`` (true_class, label_class).
+    spread_prior : float, optional
+        HalfNormal scale of the hierarchical ``confusion_spread``.
+    spread : float or None, optional
+        The pooled variant's fixed spread (a positive number), or None (default) for
+        :func:`empirical_spread`'s choice, computed here (it runs the pooled EM).
+    coef_precision, intercept_precision : float, optional
+        Positive numbers, priors of the sum-to-zero softmax classifier (with features).
 
     Variables: ``confusion`` (annotator, true_class, label_class); ``accuracy``
     (one-coin); ``prevalence`` (true_class) or ``coef`` (feature, true_class)

@@ -342,17 +342,23 @@ def fit_edda(
 
     Parameters
     ----------
-    X : (n, d) array or DataFrame of numeric features (a 1-D array is one feature).
-    y : (n,) class labels, any hashable; or None when ``weights`` is given.
-    covariance : one of :data:`STRUCTURES` (case-insensitive).
-    classes : the class order (also fixes classes that must be present); default
-        the sorted unique labels, or ``weights``' DataFrame columns / ``range(G)``.
-    weights : optional (n, G) nonnegative soft class memberships, rows summing to
-        1, used instead of hard labels (hard labels are the one-hot case). The
-        proportions, means and scatters are then weighted, and the maximised
-        ``loglik_complete`` is ``sum_i sum_g z_ig log(tau_g N(x_i | mu_g, Sigma_g))``
-        (``loglik`` stays the mixture log-likelihood).
-    shrinkage : kappa >= 0. With kappa > 0 every class receives kappa
+    X : array (n, d) or pandas.DataFrame
+        Numeric features (a 1-D array is one feature).
+    y : array (n,) or None, optional
+        Class labels, any hashable; or None when ``weights`` is given.
+    covariance : str, optional
+        One of :data:`STRUCTURES` (case-insensitive).
+    classes : sequence or None, optional
+        The class order (also fixes classes that must be present); default the sorted
+        unique labels, or ``weights``' DataFrame columns / ``range(G)``.
+    weights : array (n, G), pandas.DataFrame or None, optional
+        Nonnegative soft class memberships, rows summing to 1, used instead of hard
+        labels (hard labels are the one-hot case). The proportions, means and scatters
+        are then weighted, and the maximised ``loglik_complete`` is
+        ``sum_i sum_g z_ig log(tau_g N(x_i | mu_g, Sigma_g))`` (``loglik`` stays the
+        mixture log-likelihood).
+    shrinkage : float, optional
+        Kappa >= 0. With kappa > 0 every class receives kappa
         pseudo-observations with scatter ``kappa * S`` in the covariance step:
         the estimate maximises the log-likelihood plus, per class,
         ``-kappa/2 (log|Sigma_g| + tr(S Sigma_g^{-1}))`` (the log-density of an
@@ -361,19 +367,23 @@ def fit_edda(
         VVV then gives ``(W_g + kappa S) / (n_g + kappa)``. Any kappa > 0 makes every
         covariance nonsingular, curing small classes. ``loglik``,
         ``loglik_complete`` and ``bic`` are unpenalised, evaluated at that estimate.
-    shrinkage_target : S, a (d, d) positive-definite matrix; default
-        ``diag(var(X)) / G**(2/d)`` (mclust's default prior scale).
-    tol, max_iter : the iterative structures (VEI, VEE, EVE, VVE, VEV) stop when
-        no parameter moves by more than ``tol`` (relative change of volumes and
-        shapes, rotation angle of the orientation) in a sweep, or after
-        ``max_iter`` sweeps (then ``converged`` is False).
+    shrinkage_target : array (d, d) or None, optional
+        S, a positive-definite matrix; default ``diag(var(X)) / G**(2/d)`` (mclust's
+        default prior scale).
+    tol, max_iter
+        The iterative structures (VEI, VEE, EVE, VVE, VEV) stop when no parameter moves
+        by more than ``tol`` (relative change of volumes and shapes, rotation angle of
+        the orientation) in a sweep, or after ``max_iter`` sweeps (then ``converged`` is
+        False).
 
     Raises
     ------
-    ValueError : NaN/inf features, label/row count mismatch, bad weights, unknown
-        structure, an empty class; :class:`EddaSingularError` (a ValueError) when
-        the covariance is singular for this structure (names the class).
-    TypeError : non-numeric features, both or neither of y and weights.
+    ValueError
+        NaN/inf features, label/row count mismatch, bad weights, unknown structure, an
+        empty class; :class:`EddaSingularError` (a ValueError) when the covariance is
+        singular for this structure (names the class).
+    TypeError
+        Non-numeric features, both or neither of y and weights.
 
     Example
     -------

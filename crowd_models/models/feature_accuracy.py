@@ -377,7 +377,8 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with two classes (the second is positive) and features.
+    annotations : Annotations
+        Two classes (the second is positive) and features.
     penalty : number or pair (coef, accuracy_coef)
         Rate lambda > 0 of the Laplace priors (scale 1/lambda); see the module
         docstring for the scaling.

@@ -11,9 +11,8 @@ true class follows a ``prevalence``; the model has no classifier.
 
 Variants (``variant=``):
 
-* ``"fixed"`` (default): Normal priors of fixed scale on ``ability`` and
-  ``log_easiness``. It has a mode, reached by EM (an inner L-BFGS M-step) and by
-  ``fit_map`` alike.
+* ``"fixed"`` (default): Normal priors of fixed scale on ``ability`` and ``log_easiness``.
+  It has a mode, reached by EM (an inner L-BFGS M-step) and by ``fit_map`` alike.
 * ``"hierarchical"``: the items' log easiness are drawn around 0 with a
   learned spread ``easiness_spread`` (HalfNormal), non-centred
   (``log_easiness = easiness_spread * easiness_offset``), and the abilities
@@ -409,16 +408,20 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with K >= 2 classes and no features.
-    variant : "fixed", "hierarchical", "irt" or "irt_hierarchical" (see the
-        module docstring).
-    ability_prior : (mean, sd) of each annotator's Normal ability (numbers or
-        arrays over annotators).
-    easiness_sd : Normal sd of each item's ``log_easiness`` ("fixed").
-    spread_prior : HalfNormal scale of ``easiness_spread`` ("hierarchical").
-    prevalence_prior : number or (K,), Dirichlet concentration of ``prevalence``.
-    bias_sd, difficulty_sd : Normal sds of ``bias`` and ("irt") ``difficulty``;
-        IRT variants only (defaults in ``DEFAULT_PRIORS``).
+    annotations : Annotations
+        K >= 2 classes and no features.
+    variant : {"fixed", "hierarchical", "irt", "irt_hierarchical"}, optional
+        See the module docstring.
+    ability_prior : (mean, sd), optional
+        Each annotator's Normal ability prior (numbers or arrays over annotators).
+    easiness_sd : float, optional
+        Normal sd of each item's ``log_easiness`` ("fixed").
+    spread_prior : float, optional
+        HalfNormal scale of ``easiness_spread`` ("hierarchical").
+    prevalence_prior : float or array (K,), optional
+        Dirichlet concentration of ``prevalence``.
+    bias_sd, difficulty_sd : float or None, optional
+        Normal sds of ``bias`` and ("irt") ``difficulty``, IRT variants only (``DEFAULT_PRIORS``).
 
     Returns
     -------
@@ -431,11 +434,11 @@ def build_model(
         ``bias``, ``sensitivity`` and ``specificity`` (annotator; the last two at
         an item of difficulty 0 and easiness 1) and ``difficulty`` (item), and
         "irt_hierarchical" ``difficulty_spread`` and ``difficulty_offset``
-        (item). ``model.crowd_start``
-        holds EM's start (hierarchical: mapped to its coordinates); the
-        hierarchical models set ``model.crowd_target_accept = 0.98``, which
-        :func:`crowd_models.sample` uses unless told otherwise (for
-        "irt_hierarchical" see the known mixing problem in the module docstring).
+        (item). ``model.crowd_start`` holds EM's start (hierarchical: mapped to
+        its coordinates); the hierarchical models set
+        ``model.crowd_target_accept = 0.98``, which :func:`crowd_models.sample`
+        uses unless told otherwise (for "irt_hierarchical" see the known mixing
+        problem in the module docstring).
 
     Example
     -------

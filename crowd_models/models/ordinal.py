@@ -652,31 +652,37 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with classes 1..K (K >= 2); features only for
-        ``variant="cumulative"``.
-    variant : "cumulative" or "latent".
-    sensitivity_prior, specificity_prior : (a, b), cumulative
-        Beta priors; a and b broadcast over (annotator, threshold).
-    prevalence_prior : None (the default of the variant), cumulative: (a, b)
-        Beta on each P(level > c), broadcasting over thresholds; latent: a
-        Dirichlet concentration (number or K numbers).
-    coef_precision, intercept_precision : cumulative with features, as in
-        :func:`crowd_models.models.two_coin.build_model`, shared by the
-        thresholds.
-    bias_sd : number, latent; sd of the Normal biases.
-    noise_prior : (shape, rate), latent; Gamma prior of ``noise``, each
-        broadcasting over annotators.
-    spacing_prior : number or (K-1,) >= 1, latent; Dirichlet concentration of
-        ``level_spacing``.
-    width_sd : number, latent with ``annotator_cutpoints``; sd of the Normal
-        log width ratios.
-    link : "logit" (ordered logit) or "probit", latent.
-    annotator_cutpoints : bool, latent with K >= 3 levels; per-annotator cut
-        points (see the module docstring).
-    guessing : bool, latent; add a per-annotator ``guess_rate``: with that
-        probability the annotator ignores the item and picks a level uniformly.
-    guess_prior : (a, b), latent with ``guessing``; Beta prior of ``guess_rate``
-        (a, b >= 1; each broadcasting over annotators).
+    annotations : Annotations
+        Classes 1..K (K >= 2); features only for ``variant="cumulative"``.
+    variant : {"cumulative", "latent"}, optional
+        The ordinal model (see the module docstring).
+    sensitivity_prior, specificity_prior : (a, b), optional
+        Cumulative: Beta priors; a and b broadcast over (annotator, threshold).
+    prevalence_prior : None, (a, b), float or array (K,), optional
+        None (the default of the variant). Cumulative: (a, b) Beta on each
+        P(level > c), broadcasting over thresholds; latent: a Dirichlet concentration
+        (number or K numbers).
+    coef_precision, intercept_precision : optional
+        Cumulative with features: as in :func:`crowd_models.models.two_coin.build_model`,
+        shared by the thresholds.
+    bias_sd : float, optional
+        Latent: sd of the Normal biases.
+    noise_prior : (shape, rate), optional
+        Latent: Gamma prior of ``noise``, each broadcasting over annotators.
+    spacing_prior : float or array (K-1,), optional
+        Latent: Dirichlet concentration (>= 1) of ``level_spacing``.
+    width_sd : float, optional
+        Latent with ``annotator_cutpoints``: sd of the Normal log width ratios.
+    link : {"logit", "probit"}, optional
+        Latent: "logit" (ordered logit) or "probit".
+    annotator_cutpoints : bool, optional
+        Latent with K >= 3 levels: per-annotator cut points (see the module docstring).
+    guessing : bool, optional
+        Latent: add a per-annotator ``guess_rate``; with that probability the annotator
+        ignores the item and picks a level uniformly.
+    guess_prior : (a, b), optional
+        Latent with ``guessing``: Beta prior of ``guess_rate`` (a, b >= 1; each
+        broadcasting over annotators).
 
     Variables. Cumulative: ``sensitivity``, ``specificity`` (annotator,
     threshold); ``threshold_prevalence`` (threshold) or ``coef`` (feature,

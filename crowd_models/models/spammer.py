@@ -177,12 +177,15 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with K >= 2 classes and no features.
-    trustworthiness_prior : (a, b), Beta prior of each annotator's trust (numbers
-        or arrays over annotators, each >= 1).
-    spam_prior : number, (K,) or (annotator, K), Dirichlet concentration of each
-        annotator's ``spam_share`` (>= 1).
-    prevalence_prior : number or (K,), Dirichlet concentration of ``prevalence``.
+    annotations : Annotations
+        K >= 2 classes and no features.
+    trustworthiness_prior : (a, b), optional
+        Beta prior of each annotator's trust (numbers or arrays over annotators, each
+        >= 1).
+    spam_prior : float, array (K,) or array (annotator, K), optional
+        Dirichlet concentration of each annotator's ``spam_share`` (>= 1).
+    prevalence_prior : float or array (K,), optional
+        Dirichlet concentration of ``prevalence``.
 
     Returns
     -------

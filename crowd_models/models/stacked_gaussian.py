@@ -350,14 +350,16 @@ def annotator_weights(
 
     Parameters
     ----------
-    strategy : {"PGT", "EN", "E", "MV", "ItAlg1", "ItAlg2"}
-        See the module docstring.
+    annotations : Annotations
+        Categorical labels.
+    strategy : {"PGT", "EN", "E", "MV", "ItAlg1", "ItAlg2"}, optional
+        See the module docstring (default "MV").
     threshold : float in (0, 1], optional
         MV: count an item only if at least ``floor(threshold * n_i)`` of its
         ``n_i`` labels agree on its majority class (the paper uses 0.9; None
         counts every item). Tied items are always skipped.
-    experts, expert_share : EN
-        The expert annotators' ids and the share of the total weight they get
+    experts, expert_share
+        EN: the expert annotators' ids and the share of the total weight they get
         (split equally among them; the others share the rest).
     gold_fraction : float in (0, 1], optional
         PGT: sample this fraction of all items (``round(fraction * n_items)``)
@@ -366,19 +368,23 @@ def annotator_weights(
     gold_items : sequence of item ids, optional
         PGT: exactly these items' gold (e.g. a subset drawn elsewhere);
         excludes ``gold_fraction``.
-    base_fits, covariance : ItAlg1/ItAlg2
-        The base learners (default: :func:`fit_base_learners` with
+    base_fits, covariance
+        ItAlg1/ItAlg2: the base learners (default: :func:`fit_base_learners` with
         ``covariance``).
-    max_iter : iterations of ItAlg1/ItAlg2.
+    max_iter : int, optional
+        Iterations of ItAlg1/ItAlg2.
     start_scores : array (annotator,), optional
         ItAlg1/ItAlg2: the scores the iteration starts from (default: the
         strategy's score against the majority labels, ties skipped).
+    rng : int, numpy.random.Generator or None, optional
+        PGT: seed or Generator of the ``gold_fraction`` sample.
 
     Returns
     -------
-    xarray.Dataset with ``weights`` and ``scores`` (annotator); attrs
-    ``strategy`` and, for the iterative strategies, ``n_iter`` and
-    ``converged``; ``gold_items`` lists the items PGT used.
+    xarray.Dataset
+        ``weights`` and ``scores`` (annotator); attrs ``strategy`` and, for the
+        iterative strategies, ``n_iter`` and ``converged``; ``gold_items`` lists the
+        items PGT used.
 
     Example
     -------
@@ -651,12 +657,13 @@ def build_model(
 
     Parameters
     ----------
-    covariance : one of :data:`PYMC_STRUCTURES`
+    covariance : str, optional
+        One of :data:`PYMC_STRUCTURES`:
         ``Sigma = lambda D A D^T`` with volume ``lambda`` (E: shared by the
         classes, V: per class), shape ``A`` (diagonal, ``det A = 1``) and
         orientation ``D`` (I: axis-aligned; E/V full, shared/per class).
-    label_share_prior, class_mean_sd, covariance_prior : see
-        :data:`DEFAULT_PRIORS`; :data:`FLAT_PRIORS` gives maximum likelihood.
+    label_share_prior, class_mean_sd, covariance_prior
+        See :data:`DEFAULT_PRIORS`; :data:`FLAT_PRIORS` gives maximum likelihood.
 
     Free variables (unconstrained, so ``find_MAP`` needs no Jacobian):
     ``label_share`` (annotator, true_class) Dirichlet; ``class_mean``

@@ -248,7 +248,8 @@ def parse_priors(annotations: Annotations, **priors) -> dict:
 
     Parameters
     ----------
-    annotations : Annotations with two classes.
+    annotations : Annotations
+        Two classes.
     **priors
         The prior keywords of :func:`build_model`; missing ones take
         :data:`DEFAULT_PRIORS`. Bad values raise the family's messages.
@@ -274,7 +275,8 @@ def majority_vote_start(annotations: Annotations, **priors) -> dict:
 
     Parameters
     ----------
-    annotations : Annotations with two classes.
+    annotations : Annotations
+        Two classes.
     **priors
         The prior keywords of :func:`build_model`.
 
@@ -320,8 +322,9 @@ def build_model(
 
     Parameters
     ----------
-    annotations : Annotations with two classes (the second is positive); with
-        features, the truth is a logistic regression on them.
+    annotations : Annotations
+        Two classes (the second is positive); with features, the truth is a logistic
+        regression on them.
     sensitivity_prior, specificity_prior : (a, b)
         Beta priors; a and b may be arrays over annotators.
     prevalence_prior : (a, b)

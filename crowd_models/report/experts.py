@@ -77,8 +77,10 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
 
     Parameters
     ----------
-    fit : EM Dataset or MAP/NUTS DataTree of this family.
-    expert_precision : positive number, or "gold"
+    fit : xarray.Dataset or xarray.DataTree
+        An EM Dataset or a MAP/NUTS DataTree of the continuous family.
+    expert_precision : float or "gold"
+        A positive number, or ``"gold"``.
         The expert's precision in label units (1 / the expert's error
         variance). ``"gold"`` estimates it from the gold values of
         ``annotations``, draw by draw: the gold values did not inform the
@@ -89,17 +91,20 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
         fit has biases the expert gets an offset ``o`` too (estimated jointly),
         otherwise o = 0. An expert whose errors are too small to detect next
         to the crowd's uncertainty gets an infinite precision.
-    annotations : the fitted Annotations (needed for ``"gold"``; otherwise
-        optional, for the labels per annotator).
-    ci_prob : probability of the equal-tailed intervals (over draws).
+    annotations : Annotations, optional
+        The fitted Annotations (needed for ``"gold"``; otherwise optional, for
+        the labels per annotator).
+    ci_prob : float, optional
+        Probability of the equal-tailed intervals (over draws).
 
     Returns
     -------
-    DataFrame indexed by ``expert_precision``, ``crowd_precision`` and
-    ``annotators_per_expert`` (= expert / crowd precision), with columns
-    ``mean``, ``sd``, ``lower``, ``upper``, computed draw by draw (NaN spreads
-    for a single-draw fit). Student-t fits: precisions are inverse squared
-    scales, so the ratio compares scales, not variances.
+    pandas.DataFrame
+        Indexed by ``expert_precision``, ``crowd_precision`` and
+        ``annotators_per_expert`` (= expert / crowd precision), with columns
+        ``mean``, ``sd``, ``lower``, ``upper``, computed draw by draw (NaN
+        spreads for a single-draw fit). Student-t fits: precisions are inverse
+        squared scales, so the ratio compares scales, not variances.
 
     Example
     -------

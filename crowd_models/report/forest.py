@@ -57,18 +57,23 @@ def forest_draws(fits, var_names, *, n_draws: int = MC_DRAWS) -> dict[str, xr.Da
 
     Parameters
     ----------
-    fits : a fit, or a dict ``{label: fit}`` of EM Datasets, MAP or NUTS DataTrees.
-    var_names : the variables to compare, e.g. ``"sensitivity"``.
-    n_draws : draws per fit (one chain).
+    fits : xarray.Dataset, xarray.DataTree or dict
+        A fit, or a dict ``{label: fit}`` of EM Datasets, MAP or NUTS DataTrees.
+    var_names : str or list of str
+        The variables to compare, e.g. ``"sensitivity"``.
+    n_draws : int, optional
+        Draws per fit (one chain).
 
     Returns
     -------
-    dict ``{label: DataTree}`` with a ``posterior`` group each. A NUTS fit's draws are
-    pooled over chains (resampled when there are not ``n_draws`` of them); a MAP fit
-    with Laplace draws gives those; an EM fit gives draws from the approximations it
-    stores (sensitivity, specificity and one-coin accuracy: Beta; a continuous
-    precision: Gamma), seeded, like the report's tables; any other one-draw value is
-    repeated, so it shows as a point without an interval.
+    dict of str to xarray.DataTree
+        ``{label: DataTree}`` with a ``posterior`` group each. A NUTS fit's draws
+        are pooled over chains (resampled when there are not ``n_draws`` of
+        them); a MAP fit with Laplace draws gives those; an EM fit gives draws
+        from the approximations it stores (sensitivity, specificity and one-coin
+        accuracy: Beta; a continuous precision: Gamma), seeded, like the
+        report's tables; any other one-draw value is repeated, so it shows as a
+        point without an interval.
 
     Example
     -------
@@ -97,16 +102,21 @@ def plot_forest(fits, var_names="sensitivity", *, ci_prob: float = 0.9, **kwargs
 
     Parameters
     ----------
-    fits : a fit, or a dict ``{label: fit}`` (EM, MAP or NUTS), e.g.
+    fits : xarray.Dataset, xarray.DataTree or dict
+        A fit, or a dict ``{label: fit}`` (EM, MAP or NUTS), e.g.
         ``{"EM": em_fit, "MAP": map_fit, "NUTS": idata}``.
-    var_names : variable name(s) with an annotator dim, e.g. ``"sensitivity"``,
+    var_names : str or list of str, optional
+        Variable name(s) with an annotator dim, e.g. ``"sensitivity"``,
         ``["sensitivity", "specificity"]``, ``"accuracy"`` or ``"precision"``.
-    ci_prob : probability of the thin interval.
-    **kwargs : passed to ``arviz_plots.plot_forest``.
+    ci_prob : float, optional
+        Probability of the thin interval.
+    **kwargs
+        Passed to ``arviz_plots.plot_forest``.
 
     Returns
     -------
-    arviz_plots.PlotCollection (``.savefig(path)`` writes the figure).
+    arviz_plots.PlotCollection
+        The plot (``.savefig(path)`` writes the figure).
 
     Example
     -------
