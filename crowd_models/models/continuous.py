@@ -677,15 +677,18 @@ def build_model(
         Gauss-Hermite nodes per item that integrate the true value out under
         Student-t noise (default ``QUADRATURE_NODES``, 64).
 
-    Variables: ``precision`` (annotator), ``bias`` (annotator, with
-    ``bias=True``), ``scale_offset`` and the deterministic ``scale`` = 1 +
-    ``scale_offset`` (annotator, with ``scale=True``), ``coef`` (feature) with
-    features, ``intercept``, ``truth_precision``; deterministic ``true_value`` and ``true_value_sd``
-    (item), the posterior mean and sd of each item's true value given the
-    parameters; observed ``item_labels`` (item), whose log-density is each item's
-    marginal log-likelihood; data ``n_labels`` (annotator) and the long table
-    ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
-    ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
+    Returns
+    -------
+    pymc.Model
+        Variables: ``precision`` (annotator), ``bias`` (annotator, with
+        ``bias=True``), ``scale_offset`` and the deterministic ``scale`` = 1 +
+        ``scale_offset`` (annotator, with ``scale=True``), ``coef`` (feature) with
+        features, ``intercept``, ``truth_precision``; deterministic ``true_value`` and
+        ``true_value_sd`` (item), the posterior mean and sd of each item's true value given
+        the parameters; observed ``item_labels`` (item), whose log-density is each item's
+        marginal log-likelihood; data ``n_labels`` (annotator) and the long table
+        ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
+        ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
 
     Example
     -------

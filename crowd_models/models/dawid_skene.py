@@ -537,18 +537,21 @@ def build_model(
     coef_precision, intercept_precision : float, optional
         Positive numbers, priors of the sum-to-zero softmax classifier (with features).
 
-    Variables: ``confusion`` (annotator, true_class, label_class); ``accuracy``
-    (one-coin); ``prevalence`` (true_class) or ``coef`` (feature, true_class)
-    and ``intercept`` (true_class); ``item_class_prob``; observed ``item_labels``
-    (item) whose log-density is each item's marginal log-likelihood.
-    ``model.crowd_start`` holds EM's majority-vote start.
+    Returns
+    -------
+    pymc.Model
+        Variables: ``confusion`` (annotator, true_class, label_class); ``accuracy``
+        (one-coin); ``prevalence`` (true_class) or ``coef`` (feature, true_class)
+        and ``intercept`` (true_class); ``item_class_prob``; observed ``item_labels``
+        (item) whose log-density is each item's marginal log-likelihood.
+        ``model.crowd_start`` holds EM's majority-vote start.
 
-    The hierarchical model starts at the full model's majority-vote start,
-    mapped to logits: ``population_logit`` the annotators' mean row logits,
-    ``confusion_spread`` their standard deviation, the offsets standardised.
-    The pooled model has ``population_logit``, ``confusion_offset`` and
-    ``confusion_mean`` too, its spread in ``constant_data`` as
-    ``confusion_spread``, and starts where its EM does.
+        The hierarchical model starts at the full model's majority-vote start,
+        mapped to logits: ``population_logit`` the annotators' mean row logits,
+        ``confusion_spread`` their standard deviation, the offsets standardised.
+        The pooled model has ``population_logit``, ``confusion_offset`` and
+        ``confusion_mean`` too, its spread in ``constant_data`` as
+        ``confusion_spread``, and starts where its EM does.
 
     Example
     -------

@@ -410,11 +410,14 @@ def build_model(
         The positive class, one of the two classes (default: the second);
         see :meth:`Annotations.with_positive`.
 
-    Variables: ``intercept``, ``coef`` (feature), ``accuracy_intercept``
-    (annotator), ``accuracy_coef`` (feature); deterministic
-    ``item_class_prob`` (item, true_class); observed ``item_labels`` (item) whose
-    log-density is each item's marginal log-likelihood. ``model.crowd_start``
-    holds the majority-vote start (``fit_map`` starts there).
+    Returns
+    -------
+    pymc.Model
+        Variables: ``intercept``, ``coef`` (feature), ``accuracy_intercept``
+        (annotator), ``accuracy_coef`` (feature); deterministic
+        ``item_class_prob`` (item, true_class); observed ``item_labels`` (item) whose
+        log-density is each item's marginal log-likelihood. ``model.crowd_start``
+        holds the majority-vote start (``fit_map`` starts there).
 
     Example
     -------

@@ -684,19 +684,22 @@ def build_model(
         Latent with ``guessing``: Beta prior of ``guess_rate`` (a, b >= 1; each
         broadcasting over annotators).
 
-    Variables. Cumulative: ``sensitivity``, ``specificity`` (annotator,
-    threshold); ``threshold_prevalence`` (threshold) or ``coef`` (feature,
-    threshold) and ``intercept`` (threshold); deterministic ``exceed_prob`` (item,
-    threshold) and ``item_class_prob`` (item, true_class; repaired
-    differences); observed ``item_labels`` (item), the composite log-likelihood.
-    Latent: ``prevalence`` (true_class), ``bias``, ``noise`` (annotator),
-    ``level_spacing`` (threshold), [``log_width_ratio`` (annotator,
-    inner_level)]; deterministic ``level_location`` (true_class), ``cutpoints``
-    (threshold), [``annotator_cutpoints`` (annotator, threshold)],
-    ``confusion`` and ``item_class_prob``; observed ``item_labels``
-    (item), the marginal log-likelihood of the item's labels.
-    ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
-    there).
+    Returns
+    -------
+    pymc.Model
+        Variables. Cumulative: ``sensitivity``, ``specificity`` (annotator,
+        threshold); ``threshold_prevalence`` (threshold) or ``coef`` (feature,
+        threshold) and ``intercept`` (threshold); deterministic ``exceed_prob`` (item,
+        threshold) and ``item_class_prob`` (item, true_class; repaired
+        differences); observed ``item_labels`` (item), the composite log-likelihood.
+        Latent: ``prevalence`` (true_class), ``bias``, ``noise`` (annotator),
+        ``level_spacing`` (threshold), [``log_width_ratio`` (annotator,
+        inner_level)]; deterministic ``level_location`` (true_class), ``cutpoints``
+        (threshold), [``annotator_cutpoints`` (annotator, threshold)],
+        ``confusion`` and ``item_class_prob``; observed ``item_labels``
+        (item), the marginal log-likelihood of the item's labels.
+        ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
+        there).
 
     Example
     -------

@@ -657,6 +657,8 @@ def build_model(
 
     Parameters
     ----------
+    annotations : Annotations
+        Categorical labels and item features (finite).
     covariance : str, optional
         One of :data:`PYMC_STRUCTURES`:
         ``Sigma = lambda D A D^T`` with volume ``lambda`` (E: shared by the
@@ -665,19 +667,22 @@ def build_model(
     label_share_prior, class_mean_sd, covariance_prior
         See :data:`DEFAULT_PRIORS`; :data:`FLAT_PRIORS` gives maximum likelihood.
 
-    Free variables (unconstrained, so ``find_MAP`` needs no Jacobian):
-    ``label_share`` (annotator, true_class) Dirichlet; ``class_mean``
-    (annotator, true_class, feature) Normal or Flat; and by structure
-    ``log_volume`` (annotator[, true_class]), ``log_shape_free`` (annotator[,
-    true_class], shape_coord = d - 1; the last log-shape is minus their sum),
-    ``log_variance`` (EEI/VVI: annotator[, true_class], feature), or for
-    EEE/VVV the Cholesky factor of the precision ``Sigma^-1 = U U^T``:
-    ``precision_chol_logdiag`` and ``precision_chol_offdiag`` (chol_offdiag =
-    d(d-1)/2). The covariance prior is a ``pm.Potential`` (the inverse-Wishart
-    kernel in Sigma). Deterministic ``covariance`` (annotator, true_class,
-    feature, feature_aux). Observed ``item_labels`` (item): each item's
-    log-likelihood is the sum over its labels of ``log tau[m, y] +
-    log N(x; mu[m, y], Sigma[m, y])`` (``az.loo`` works per item).
+    Returns
+    -------
+    pymc.Model
+        Free variables (unconstrained, so ``find_MAP`` needs no Jacobian):
+        ``label_share`` (annotator, true_class) Dirichlet; ``class_mean``
+        (annotator, true_class, feature) Normal or Flat; and by structure
+        ``log_volume`` (annotator[, true_class]), ``log_shape_free`` (annotator[,
+        true_class], shape_coord = d - 1; the last log-shape is minus their sum),
+        ``log_variance`` (EEI/VVI: annotator[, true_class], feature), or for
+        EEE/VVV the Cholesky factor of the precision ``Sigma^-1 = U U^T``:
+        ``precision_chol_logdiag`` and ``precision_chol_offdiag`` (chol_offdiag =
+        d(d-1)/2). The covariance prior is a ``pm.Potential`` (the inverse-Wishart
+        kernel in Sigma). Deterministic ``covariance`` (annotator, true_class,
+        feature, feature_aux). Observed ``item_labels`` (item): each item's
+        log-likelihood is the sum over its labels of ``log tau[m, y] +
+        log N(x; mu[m, y], Sigma[m, y])`` (``az.loo`` works per item).
 
     Example
     -------

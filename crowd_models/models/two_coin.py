@@ -337,11 +337,14 @@ def build_model(
         The positive class, one of the two classes (default: the second);
         see :meth:`Annotations.with_positive`.
 
-    Variables: ``sensitivity``, ``specificity`` (annotator); ``prevalence`` or
-    ``coef`` (feature) and ``intercept``; deterministic ``item_class_prob``
-    (item, true_class); observed ``item_labels`` (item) whose log-density is each
-    item's marginal log-likelihood. ``model.crowd_start`` holds the
-    majority-vote start that :func:`em` uses (``fit_map`` starts there).
+    Returns
+    -------
+    pymc.Model
+        Variables: ``sensitivity``, ``specificity`` (annotator); ``prevalence`` or
+        ``coef`` (feature) and ``intercept``; deterministic ``item_class_prob``
+        (item, true_class); observed ``item_labels`` (item) whose log-density is each
+        item's marginal log-likelihood. ``model.crowd_start`` holds the
+        majority-vote start that :func:`em` uses (``fit_map`` starts there).
 
     Example
     -------
