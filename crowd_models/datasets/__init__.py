@@ -231,6 +231,10 @@ def load_music_genre(split: str = "train"):
     Classes, sorted: ['blues', 'classical', 'country', 'disco', 'hiphop',
     'jazz', 'metal', 'pop', 'reggae', 'rock'].
 
+    Song ids are the GTZAN file names (``"blues.00012.mp3"``). The crowd
+    file's song ids must all have a feature row: a ``ValueError`` names any
+    that do not, rather than dropping their labels.
+
     Parameters
     ----------
     split : {"train", "test"}
@@ -242,10 +246,6 @@ def load_music_genre(split: str = "train"):
         ``"test"``: the 300 held-out songs (no crowd labels), as a tuple
         ``(features, gold)``: a DataFrame (300, 124) indexed by song id and a
         Series of genre names with the same index.
-
-    Song ids are the GTZAN file names (``"blues.00012.mp3"``). The crowd
-    file's song ids must all have a feature row: a ``ValueError`` names any
-    that do not, rather than dropping their labels.
 
     Example
     -------
