@@ -213,9 +213,10 @@ class Annotations:
             more than once; every row counts. Item and annotator ids must be
             present and not empty or whitespace only (a ``ValueError`` names
             the rows).
-        item, annotator, label : str
-            Column names; three different columns (one column cannot be, say,
-            both the item and the label column).
+        item, annotator, label : str, optional
+            Column names (default ``"item"``, ``"annotator"``, ``"label"``);
+            three different columns (one column cannot be, say, both the item
+            and the label column).
         classes : sequence, optional
             The class order (categorical labels). Default: the categories of
             a pandas ``Categorical`` label column, in their declared order,
@@ -226,10 +227,11 @@ class Annotations:
             ``inf``). Declaring it also confirms classes that would otherwise
             warn (a missing-value-like code such as ``-1`` or ``"NA"``, more
             than 20 integer classes).
-        features : DataFrame indexed by item id, or array (item, feature)
-            aligned with the item order (first appearance), optional. Column
-            names must be unique (also once converted to text).
-        gold : mapping or Series indexed by item id, or array, optional
+        features : DataFrame or array, optional
+            A DataFrame indexed by item id, or an array (item, feature) aligned
+            with the item order (first appearance). Column names must be unique
+            (also once converted to text).
+        gold : mapping, Series or array, optional
             A mapping (``dict`` or ``Series``) from item id to gold label;
             NaN, None or an absent id means unknown. Ids of items that have no
             labels are ignored with a ``UserWarning`` giving their count (a full
@@ -239,11 +241,11 @@ class Annotations:
             text (``'7'`` against ``7``) or stripped of whitespace raise a
             ``ValueError`` that says so; they are not matched silently. An
             array (or list) is aligned with the item order.
-        continuous : bool
+        continuous : bool, optional
             Labels are real numbers (no classes); they must be finite.
             Without it, more than 20 distinct non-integer numbers are refused
             ("did you mean continuous=True?").
-        strip : bool
+        strip : bool, optional
             Strip surrounding whitespace from string item ids, annotator ids,
             labels, ``classes=``, and the ids and labels of ``gold`` and
             ``features``. Default False: ids or labels that differ only in
