@@ -331,6 +331,7 @@ class Annotations:
         Parameters
         ----------
         matrix : DataFrame or 2-D array
+            Items x annotators; NaN (or None) marks a missing label.
         classes, features, gold, continuous, strip
             As for :meth:`from_frame` (``strip`` also strips the index and
             the columns). When every column is a pandas ``Categorical`` with

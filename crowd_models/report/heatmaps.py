@@ -153,7 +153,7 @@ def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
         hierarchical ``confusion_mean`` when the fit has it, otherwise the
         average of the annotators' confusions weighted by their numbers of
         labels (``n_labels``), computed draw by draw.
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
         Axes to draw on; default a new figure with a colour bar.
     ci_prob : float, default 0.9
         Probability of the equal-tailed intervals.

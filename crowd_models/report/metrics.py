@@ -118,7 +118,7 @@ def plot_roc(curves: Mapping, ax=None):
     ----------
     curves : mapping
         Name -> ``(scores, gold)``, each pair as for :func:`roc_curve`.
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
         Axes to draw on; default a new square figure.
 
     Returns

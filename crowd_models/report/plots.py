@@ -153,7 +153,7 @@ def plot_annotators(fit, *, truth=None, ci_prob: float = 0.9, ax=None, label_top
     ci_prob : float, default 0.9
         Probability of the error bars (see :func:`annotator_summary`); no bars
         where the fit has no intervals (a MAP fit).
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
         Axes to draw on; default a new square figure.
     label_top : int, default 0
         Write the ids of this many annotators with the most labels.
@@ -382,7 +382,7 @@ def plot_bias_noise(fit, *, table: pd.DataFrame | None = None, ci_prob: float = 
         Gaussian conditional posterior given the other parameters).
     ci_prob : float, default 0.9
         Probability of the error bars.
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
         Axes to draw on; default a new figure.
     label_extremes : int, default 0
         Write the ids of this many least noisy (best, green) and noisiest
@@ -499,7 +499,8 @@ def plot_accuracy(fit, *, table: pd.DataFrame | None = None, ci_prob: float = 0.
         the annotator's items) are drawn as a wide pale bar.
     ci_prob : float, default 0.9
         Probability of the intervals (when the table is computed here).
-    ax : matplotlib Axes, optional
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; default a new figure.
     label_extremes : int, default 0
         Write the ids of this many most and least accurate annotators.
     title : str, optional

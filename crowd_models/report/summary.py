@@ -528,6 +528,7 @@ def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> 
     em_fit : xarray.Dataset
         The continuous family's EM fit of the same data.
     ci_prob : float, default 0.9
+        Probability of the equal-tailed intervals.
 
     Returns
     -------
@@ -576,6 +577,7 @@ def coefficient_table(fit, ci_prob: float = 0.9) -> pd.DataFrame | None:
         Any fit; its variables with the single dim ``feature`` (besides chain and
         draw) are reported, except the Laplace prior's ``_pos``/``_neg`` parts.
     ci_prob : float, default 0.9
+        Probability of the equal-tailed intervals (fits with several draws).
 
     Returns
     -------
