@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from crowd_models._predictive import draw_values, label_probabilities
-from crowd_models._text import listing
+from crowd_models._text import listing, warn
 from crowd_models.data import Annotations
 from crowd_models.inference import fit_map, sample
 from crowd_models.models import dawid_skene, item_difficulty, ordinal, spammer, two_coin
@@ -246,8 +246,13 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         probability of a hidden label), ``se``, ``dse`` (standard error of
         its difference from the best score, paired over the same hidden
         labels; 0 for the best), ``n_hidden`` (hidden labels scored),
-        ``params_per_annotator``, ``eligible`` (the candidates the criterion
-        chooses among); ``attrs["criterion"]``. With criterion ``"loo"``:
+        ``warned_splits`` (how many of the candidate's split fits raised a
+        trust warning, such as annotators below chance), ``params_per_annotator``,
+        ``eligible`` (the candidates the criterion chooses among);
+        ``attrs["criterion"]``, and ``attrs["split_warnings"]`` (each warned
+        candidate's distinct messages). The split fits' warnings are not shown
+        one by one: one UserWarning names the candidates whose split fits warned
+        and how many. With criterion ``"loo"``:
         ``score`` is the PSIS-LOO expected log predictive density of the
         items' labels (a sum over items), ``se`` and paired ``dse`` over
         items, ``p_loo`` (effective number of parameters), ``n_items`` and
@@ -280,6 +285,7 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         raise ValueError(f"n_splits must be a positive integer, got {n_splits!r}.")
     rng = np.random.default_rng(rng)
     scores = {name: [] for name in names}
+    notes = {name: [] for name in names}  # per split fit: its UserWarnings' messages
     for _ in range(n_splits):
         hidden = _holdout_rows(annotations, fraction, rng)
         if len(hidden) == 0:
@@ -291,7 +297,7 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         train = annotations.select(keep)  # every item and annotator keeps a label
         rows = (annotations.item_idx[hidden], annotations.annotator_idx[hidden])
         for name in names:
-            prob = _label_probabilities(point_fit(name, train), rows)
+            prob = _label_probabilities(_noted_fit(name, train, notes[name]), rows)
             scores[name].append(np.log(np.clip(prob[np.arange(len(hidden)),
                                                     annotations.labels[hidden]], 1e-300, 1)))
     per_label = {name: np.concatenate(s) for name, s in scores.items()}
@@ -306,8 +312,39 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
                "dse": se(per_label[best] - values), "n_hidden": n}
         for name, values in per_label.items()}).T
     table = table.astype({"n_hidden": int})
-    return _finish_table(table, names, annotations.n_classes,
-                         criterion if criterion == "heldout" else "sharing")
+    table["warned_splits"] = [sum(bool(m) for m in notes[name]) for name in table.index]
+    table = _finish_table(table, names, annotations.n_classes,
+                          criterion if criterion == "heldout" else "sharing")
+    table.attrs["split_warnings"] = {name: sorted({m for ms in notes[name] for m in ms})
+                                     for name in table.index if any(notes[name])}
+    _warn_split_fits(table, n_splits)
+    return table
+
+
+def _noted_fit(name: str, train: Annotations, notes: list):
+    """:func:`point_fit` on a split, its UserWarnings appended to ``notes`` as one list
+    of messages (empty when it did not warn) instead of shown; other warnings pass."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        fit = point_fit(name, train)
+    notes.append([str(w.message) for w in caught if issubclass(w.category, UserWarning)])
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return fit
+
+
+def _warn_split_fits(table: pd.DataFrame, n_splits: int) -> None:
+    """One UserWarning for the split fits that warned, naming the candidates."""
+    warned = table.index[table["warned_splits"] > 0]
+    if len(warned) == 0:
+        return
+    which = ", ".join(f"{name} ({table.loc[name, 'warned_splits']} of {n_splits})"
+                      for name in warned)
+    first = table.attrs["split_warnings"][warned[0]][0]
+    warn(f"held-out split fits that may not be trusted, by candidate: {which}; their "
+         f"scores are less reliable. The messages are in the table's "
+         f"attrs['split_warnings'] ({warned[0]}: {first})")
 
 
 def _finish_table(table: pd.DataFrame, names: list[str], n_classes: int,
@@ -409,8 +446,9 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         The chosen family's fit, with ``attrs["model"]`` (the candidate's name),
         ``attrs["criterion"]`` (the rule that chose: ``"sharing"``, or
         ``"heldout"`` when asked for or when no candidate of :data:`SHARING` was
-        given) and ``attrs["ranking"]`` (the table as a list of records, best
-        score first).
+        given), ``attrs["ranking"]`` (the table as a list of records, best
+        score first) and ``attrs["split_warnings"]`` (as in
+        :func:`compare_models`; empty for criterion ``"loo"``).
 
     Example
     -------
@@ -449,7 +487,8 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     else:
         fit = fit_map(family.build_model(annotations, **options))
     fit.attrs.update(model=chosen, criterion=table.attrs["criterion"],
-                     ranking=table.reset_index().to_dict("records"))
+                     ranking=table.reset_index().to_dict("records"),
+                     split_warnings=table.attrs.get("split_warnings", {}))
     return fit
 
 

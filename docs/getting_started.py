@@ -111,8 +111,9 @@ az.summary(idata, var_names=["prevalence", "sensitivity"]).head(4)
 # reading gold, and fits the chosen one (the [guide](which_model.md) says
 # how and why). Each candidate is fitted on three random splits, and a fit
 # that cannot be trusted says so: on RTE a few busy workers come out below
-# chance, so the splits' fits warn about them (each warning names the
-# workers).
+# chance in some splits. One warning names the candidates whose split fits
+# warned, the ranking's `warned_splits` column counts them, and
+# `chosen.attrs["split_warnings"]` keeps each message (they name the workers).
 
 # %%
 chosen = cm.auto_fit(ann, method="em")

@@ -225,3 +225,33 @@ def test_loo_criterion_scores_items_by_psis_and_returns_the_fit_it_scored():
     assert ours.loc["one_coin", "dse"] == pytest.approx(arviz_table.loc["one_coin", "dse"])
     assert ours.loc["one_coin", "score"] - ours.loc["spammer", "score"] == pytest.approx(
         arviz_table.loc["one_coin", "elpd_diff"])
+
+
+def _two_class_crowd(n_adversarial: int):
+    rng = np.random.default_rng(5)
+    accuracy = np.r_[rng.uniform(0.75, 0.9, 6), np.full(n_adversarial, 0.15)]
+    return two_coin.simulate(sensitivity=accuracy, specificity=accuracy, n_items=200,
+                             labels_per_item=4, rng=rng)
+
+
+@pytest.mark.parametrize("n_adversarial", [0, 2])
+def test_split_fits_warn_once_by_candidate(n_adversarial):
+    """The split fits' trust warnings are collected: one UserWarning naming each
+    candidate whose split fits warned and how many, the counts in the table and the
+    messages in its attrs; a crowd without adversarial annotators gets none."""
+    ann = _two_class_crowd(n_adversarial)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = cm.compare_models(ann, candidates=["two_coin", "pooled"], n_splits=2)
+    shown = [w for w in caught if issubclass(w.category, UserWarning)]
+    warned = list(table.index[table["warned_splits"] > 0])
+    assert set(table.attrs["split_warnings"]) == set(warned)
+    if n_adversarial == 0:
+        assert not shown and not warned, [str(w.message) for w in shown]
+        return
+    assert table.loc["two_coin", "warned_splits"] == 2  # both splits see the adversaries
+    assert len(shown) == 1, [str(w.message) for w in shown]
+    message = str(shown[0].message)
+    for name in warned:
+        assert f"{name} ({table.loc[name, 'warned_splits']} of 2)" in message
+    assert all("below chance" in m for m in table.attrs["split_warnings"]["two_coin"])
