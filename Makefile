@@ -53,7 +53,8 @@ clean:
 # the documentation site (docs/_build/html): Sphinx with myst-nb, which
 # executes the getting-started notebook and the case studies (cached: a rebuild
 # re-runs only the changed ones); warnings are errors. DOCS_EXECUTE=off runs
-# the getting-started notebook only (CI).
+# the getting-started notebook only (CI); DOCS_EXECUTE=force re-runs every
+# notebook (the cache keys on a notebook's code, not on the package).
 docs: .venv/.synced
 	CROWD_MODELS_DOCS_EXECUTE=$(DOCS_EXECUTE) $(UV) run --no-sync sphinx-build -W --keep-going -b html docs docs/_build/html
 

@@ -13,9 +13,11 @@ The build prepares three things before Sphinx reads the sources:
 
 Notebooks run with myst-nb's cached execution (jupyter-cache under
 ``_build/.jupyter_cache``): a rebuild re-runs only the notebooks whose code
-changed. ``CROWD_MODELS_DOCS_EXECUTE=off`` (CI) executes nothing but the
-getting-started notebook; ``CROWD_MODELS_FAST=1`` is passed to the case
-studies' own quick mode.
+changed. The cache keys on a notebook's code cells, not on the package: after a
+change to ``crowd_models`` that alters notebooks' outputs, rebuild with
+``CROWD_MODELS_DOCS_EXECUTE=force`` (every notebook re-runs). ``=off`` (CI)
+executes nothing but the getting-started notebook; ``CROWD_MODELS_FAST=1`` is
+passed to the case studies' own quick mode.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ numpydoc_xref_param_type = False
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}
-nb_execution_mode = "off" if os.environ.get("CROWD_MODELS_DOCS_EXECUTE") == "off" else "cache"
+nb_execution_mode = os.environ.get("CROWD_MODELS_DOCS_EXECUTE") or "cache"
+if nb_execution_mode not in ("cache", "off", "force"):
+    raise ValueError(f"CROWD_MODELS_DOCS_EXECUTE={nb_execution_mode!r}: use cache (the "
+                     f"default), off (CI) or force (re-run every notebook).")
 nb_execution_cache_path = str(HERE / "_build" / ".jupyter_cache")
 nb_execution_timeout = 3600
 nb_execution_raise_on_error = True
