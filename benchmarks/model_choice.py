@@ -17,7 +17,12 @@ family and the best family by accuracy, with the chosen one's shortfall.
 Gold is read only to print the accuracies. A simulated crowd's line also
 gives the shortfall of the family that generated its labels (``GENERATING``):
 what a choice that knew the generating process would lose to the best
-family in hindsight.
+family in hindsight; and the accuracy of the Bayes rule with the simulation's
+true parameters (``true_parameter_accuracy``: each item's most probable class
+given its labels and the parameters that made them), which no rule that sees
+only the labels can beat on average. Where the best family in hindsight beats
+it, it beats it by the luck of that draw of the truth. The last line counts
+those crowds.
 
 With ``--loo``: ``auto_fit(criterion="loo")`` (one NUTS fit per candidate,
 PSIS-LOO over items) beside one NUTS fit of the default family (two-coin for
@@ -39,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 import crowd_models as cm
 from crowd_models import auto
@@ -96,14 +102,40 @@ that knew the generating process would choose (the one-coin crowd is also a
 two-coin one, with sensitivity equal to specificity)."""
 
 
+def true_parameter_accuracy(ann: cm.Annotations) -> float:
+    """Accuracy against the simulated truth of the Bayes rule with the true
+    parameters (``ann.truth``): each item's most probable class given its labels.
+    Knows the two-coin, spammer and GLAD truths the scenarios simulate."""
+    truth = ann.truth.sel(annotator=list(ann.annotators))
+    K, item, who, label = ann.n_classes, ann.item_idx, ann.annotator_idx, ann.labels
+    if "sensitivity" in truth:  # two-coin: rows true class 0 (specificity), 1
+        sens, spec = truth["sensitivity"].values, truth["specificity"].values
+        confusion = np.stack([np.stack([spec, 1 - spec], -1), np.stack([1 - sens, sens], -1)], 1)
+        prevalence = float(truth["prevalence"])
+        log_prior = np.log([1 - prevalence, prevalence])
+        row_prob = confusion[who, :, label]
+    elif "confusion" in truth:  # spammer: its (annotator, true, label) confusion
+        log_prior = np.log(truth["prevalence"].values)
+        row_prob = truth["confusion"].values[who, :, label]
+    else:  # GLAD: right with probability expit(ability * easiness), else uniform
+        easiness = truth["easiness"].sel(item=list(ann.items)).values
+        right = expit(truth["ability"].values[who] * easiness[item])[:, None]
+        row_prob = np.where(np.arange(K) == label[:, None], right, (1 - right) / (K - 1))
+        log_prior = np.log(truth["prevalence"].values)
+    joint = np.tile(log_prior, (ann.n_items, 1))
+    np.add.at(joint, item, np.log(np.clip(row_prob, 1e-300, 1)))
+    return float(np.mean(joint.argmax(axis=1) == ann.gold))
+
+
 ORDERED_SETS = ("web_search", "adult_content")
 """The sets whose classes are levels of one scale (shared/data/README.md): compared
 with ``ordered=True``, which adds the latent ordinal candidate."""
 
 
-def run(ann: cm.Annotations, label: str, t0: float, tools, generating: str | None = None) -> str:
-    """Print the ranking with every candidate's accuracy; one summary line back
-    (with ``generating``, a simulation's family: its shortfall too)."""
+def run(ann: cm.Annotations, label: str, t0: float, tools, generating: str | None = None) -> dict:
+    """Print the ranking with every candidate's accuracy; back: the summary
+    ``line``, the ``best`` family's accuracy, the chosen one's ``shortfall``, and
+    for a simulation (``generating`` its family) the true-parameter ``bayes`` rule's."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         table = auto.compare_models(ann, ordered=label in ORDERED_SETS)
@@ -118,12 +150,29 @@ def run(ann: cm.Annotations, label: str, t0: float, tools, generating: str | Non
     best = max(accuracy, key=accuracy.get)
     print(f"{label} ({time.perf_counter() - t0:.0f} s)")
     print(table.round(4).to_string(), flush=True)
+    bayes = None if generating is None else true_parameter_accuracy(ann)
     oracle = ("" if generating is None else
-              f"  generating {generating} shortfall {accuracy[best] - accuracy[generating]:.4f}")
-    return (f"{label:18s} best score {table.index[0]:16s} heldout rule {chosen_old:16s} "
+              f"  generating {generating} shortfall {accuracy[best] - accuracy[generating]:.4f}"
+              f"  true-parameter Bayes {bayes:.4f}")
+    line = (f"{label:18s} best score {table.index[0]:16s} heldout rule {chosen_old:16s} "
             f"{accuracy[chosen_old]:.4f}  sharing {chosen:16s} {accuracy[chosen]:.4f}  "
             f"best {best:16s} {accuracy[best]:.4f}  "
             f"shortfall {accuracy[best] - accuracy[chosen]:.4f}{oracle}")
+    return {"line": line, "best": accuracy[best], "shortfall": accuracy[best] - accuracy[chosen],
+            "bayes": bayes}
+
+
+def _luck_summary(results: list[dict]) -> str:
+    """How often the best family in hindsight beats the true-parameter Bayes rule,
+    and how often the chosen family is short, over the simulated crowds."""
+    margin = 0.005 + 1e-9  # "more than 0.005": 3 items of 600 are not
+    best = np.array([r["best"] for r in results])
+    lucky = best - np.array([r["bayes"] for r in results]) > margin
+    short = np.array([r["shortfall"] for r in results]) > margin
+    return (f"{len(results)} crowds: the best family in hindsight beats the true-parameter "
+            f"Bayes rule by more than 0.005 in {lucky.sum()}; 'sharing' is short of the best "
+            f"family by more than 0.005 in {short.sum()}, {(short & ~lucky).sum()} of them "
+            f"where the best family does not beat the Bayes rule so")
 
 
 def run_loo(ann: cm.Annotations, label: str, tools) -> str:
@@ -182,11 +231,12 @@ def main(argv=None) -> None:
                 ann = simulated(scenario, np.random.default_rng(seed))
                 lines.append(run(ann, f"{scenario}/{seed}", time.perf_counter(), tools,
                                  GENERATING[scenario]))
-        print("\n".join(lines))
+        print("\n".join(r["line"] for r in lines))
+        print(_luck_summary(lines))
         return
     for name in args.only:
         t0 = time.perf_counter()
-        lines.append(run(tools.load(name), name, t0, tools))
+        lines.append(run(tools.load(name), name, t0, tools)["line"])
     print("\n".join(lines))
 
 
