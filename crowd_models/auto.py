@@ -116,8 +116,8 @@ SHARING = ("pooled", "spammer", "item_difficulty", "irt", "ordinal")
 def family_of(name: str):
     """(family module, keywords of its ``em``/``build_model``) of a candidate.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import auto
     >>> family, options = auto.family_of("one_coin")
     >>> fit = family.em(cm.datasets.load_dog(), **options)
@@ -131,8 +131,8 @@ def point_fit(name: str, annotations: Annotations):
     xarray Dataset), or for a candidate of :data:`NO_EM` the posterior group of
     :func:`crowd_models.fit_map` (the same variables, one chain and one draw).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import auto
     >>> fit = auto.point_fit("ordinal", cm.datasets.load_anesthesia())
     >>> fit["item_class_prob"].shape
@@ -406,8 +406,8 @@ def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
     annotator among the rows whose score is within ``tolerance`` paired
     standard errors (``dse``) of the best (ties: the better score).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import auto
     >>> auto.choose(cm.compare_models(cm.datasets.load_rte(), n_splits=2))
     """
@@ -450,8 +450,8 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         score first) and ``attrs["split_warnings"]`` (as in
         :func:`compare_models`; empty for criterion ``"loo"``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> fit = cm.auto_fit(cm.datasets.load_rte(), n_splits=2)
     >>> fit.attrs["model"]
     """

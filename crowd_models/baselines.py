@@ -34,8 +34,8 @@ def majority_vote(
     rng : int, numpy.random.Generator or None, optional
         Seed or Generator, used by ``ties="random"``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> vote = cm.majority_vote(cm.datasets.load_dog())
     >>> vote.argmax("true_class")
     """

@@ -41,8 +41,8 @@ def rank_tests(result: xr.Dataset, alpha: float = 0.01) -> pd.DataFrame:
         the EM fit from its conjugate approximations; NaN where it gives none)
         and ``n`` (the ranks tested), with ``attrs["threshold"]``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import calibration, validation
     >>> calibration.rank_tests(validation.sbc("two_coin", n_sims=20, fit="map", client=False))
     """
@@ -84,8 +84,8 @@ def item_calibration(result: xr.Dataset, n_bins: int = 10) -> pd.DataFrame:
     the probability vector and the true class's indicator) in
     ``attrs["brier"]``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import calibration, validation
     >>> result = validation.sbc("two_coin", n_sims=20, fit="map", client=False)
     >>> calibration.item_calibration(result).attrs["brier"]
@@ -138,8 +138,8 @@ def plot_ranks(result: xr.Dataset, *, parameters=None, band: float = 0.99, colum
     -------
     matplotlib.figure.Figure
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import calibration, validation
     >>> result = validation.sbc("two_coin", n_sims=20, fit="map", client=False)
     >>> fig = calibration.plot_ranks(result)
@@ -200,8 +200,8 @@ def ecdf_band(n: int, n_ranks: int, band: float = 0.99, n_draws: int = 4000):
     (a fixed seed), of each set's smallest two-sided binomial tail probability
     over z (the simulation method of Säilynoja, Bürkner and Vehtari 2022).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import calibration
     >>> z, lower, upper = calibration.ecdf_band(200, 100, 0.95)
     """
@@ -234,8 +234,8 @@ def plot_calibration(result: xr.Dataset, n_bins: int = 10):
     -------
     matplotlib.figure.Figure
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import calibration, validation
     >>> result = validation.sbc("two_coin", n_sims=20, fit="map", client=False)
     >>> fig = calibration.plot_calibration(result)

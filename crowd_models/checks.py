@@ -100,8 +100,8 @@ def ppc(fit, annotations: Annotations, *, n_draws: int = 200, rng=0) -> xr.Datas
         draw) and ``flagged`` (share of the observed statistics with a tail
         probability below 0.05, over all three).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> rte = cm.datasets.load_rte()
     >>> check = cm.ppc(two_coin.em(rte), rte, n_draws=100)
@@ -165,8 +165,8 @@ def plot_ppc(check: xr.Dataset, *, ci_prob: float = 0.9, title: str | None = Non
     -------
     matplotlib.figure.Figure
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import checks
     >>> from crowd_models.models import two_coin
     >>> rte = cm.datasets.load_rte()

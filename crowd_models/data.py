@@ -252,8 +252,8 @@ class Annotations:
             surrounding whitespace (``'yes'`` and ``' yes'``, ``'Zoë'`` and
             ``'Zoë '``) are kept apart, with a ``UserWarning`` listing them.
 
-        Example
-        -------
+        Examples
+        --------
         >>> import pandas as pd
         >>> df = pd.DataFrame({"item": ["a", "a", "b"], "annotator": ["u", "v", "u"],
         ...                    "label": ["cat", "dog", "dog"]})
@@ -348,8 +348,8 @@ class Annotations:
             other classes, strings such as ``"NA"`` or ``"?"``; see
             ``missing_codes``), unless ``classes=`` declares the classes.
 
-        Example
-        -------
+        Examples
+        --------
         >>> import pandas as pd
         >>> wide = pd.DataFrame({"u": [1, 0, 1], "v": [1, 1, None]}, index=["a", "b", "c"])
         >>> ann = cm.Annotations.from_wide(wide)

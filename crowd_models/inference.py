@@ -131,8 +131,8 @@ def fit_map(
     (the final stage; ``attrs["stages"]`` describes each);
     ``attrs["log_posterior"]`` is the maximised objective.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> fit = cm.fit_map(two_coin.build_model(cm.datasets.load_rte()), laplace=True)
     >>> fit.attrs["log_posterior"]
@@ -258,8 +258,8 @@ def laplace_fit(fit) -> xr.DataTree:
     draws as the ``posterior`` (with the data groups), which the report's tables
     (``cm.report.annotator_summary``) summarise like NUTS draws.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.inference import laplace_fit
     >>> from crowd_models.models import two_coin
     >>> fit = cm.fit_map(two_coin.build_model(cm.datasets.load_rte()), laplace=True)
@@ -323,8 +323,8 @@ def sample(
     ``attrs["label_switched_chains"]`` lists them (see
     :func:`label_switched_chains`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> idata = cm.sample(two_coin.build_model(cm.datasets.load_rte()), draws=500, chains=4)
     >>> import arviz as az
@@ -435,8 +435,8 @@ def label_switched_chains(idata, reference) -> list[int]:
     """Chains whose hard labels agree best with a non-identity permutation of the
     reference fit's hard labels (e.g. the MAP or majority vote).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.inference import label_switched_chains
     >>> from crowd_models.models import two_coin
     >>> model = two_coin.build_model(cm.datasets.load_rte())

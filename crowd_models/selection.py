@@ -83,8 +83,8 @@ def disagreement(prediction, annotations: Annotations) -> float:
     of a fit — but for model selection use a classifier's predictions from the
     features, which do not see the labels), or P(second class) for two classes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
@@ -101,8 +101,8 @@ def expected_disagreement(risk, error_rate):
     """(1 - 2 eps) R + eps: the disagreement expected from risk R when the
     annotators err with average rate eps independently of the classifier.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> selection.expected_disagreement(risk=0.1, error_rate=0.2)  # 0.6 * 0.1 + 0.2
     """
@@ -119,8 +119,8 @@ def split_items(annotations: Annotations, test_fraction: float = 0.3, *, rng=Non
     """(train, test) Annotations with disjoint random items; every label of an
     item goes with it. Features and gold follow the items.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> train, test = selection.split_items(cm.datasets.load_rte(), test_fraction=0.3, rng=0)
     >>> train.n_items, test.n_items
@@ -141,8 +141,8 @@ def split_items(annotations: Annotations, test_fraction: float = 0.3, *, rng=Non
 def kfold_items(annotations: Annotations, n_folds: int = 5, *, rng=None):
     """List of (train, held-out) Annotations over ``n_folds`` random item folds.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> folds = selection.kfold_items(cm.datasets.load_rte(), n_folds=5, rng=0)
     >>> [held_out.n_items for _, held_out in folds]
@@ -166,8 +166,8 @@ def cv_disagreement(annotations: Annotations, fit_predict: Callable, *, n_folds:
     (class codes, (item, class) or P(positive)); the score pools the held-out
     labels of all folds.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
@@ -224,8 +224,8 @@ def select_penalty(annotations: Annotations, penalties: Sequence[float], *,
     over the items of ``annotations`` (``n_folds``, ``rng``) — the paper's
     choice for small data.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import selection
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)

@@ -118,8 +118,8 @@ def available_fits(family: str, variant=None) -> tuple[str, ...]:
     and ``"map"`` where its MAP plus Laplace summarises the posterior (a family
     with an EM, but not the lasso's MAP of feature accuracy).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import validation
     >>> validation.available_fits("dawid_skene", "hierarchical")
     """
@@ -188,8 +188,8 @@ def replicate(family: str, variant, design: dict, fit: str, nuts: dict, n_ranks:
     ``item_prob`` (method -> (item, class) probabilities), ``item_truth``,
     ``max_rhat``, ``divergences``, ``n_warnings`` and ``seconds``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import validation
     >>> out = validation.replicate("two_coin", None, validation.DESIGN_DEFAULTS, "map",
     ...                            {}, 99, None, 0)
@@ -297,8 +297,8 @@ def parameters(family: str, variant=None, design=None) -> pd.DataFrame:
     its ``variable`` and whether it belongs to an item (``per_item``: the
     uniformity test pools a variable's items).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import validation
     >>> validation.parameters("two_coin").head()
     """
@@ -425,8 +425,8 @@ def sbc(family: str, design: dict | None = None, *, n_sims: int = 200, fit: str 
         ``max_rhat``, ``divergences``, ``n_warnings``, ``seconds``. ``attrs``:
         the settings, ``n_ran``, ``n_failed``, ``workers`` and ``seconds``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models import validation
     >>> result = validation.sbc("two_coin", n_sims=20, fit="map", client=False)
     >>> validation.rank_tests(result)

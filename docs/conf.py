@@ -215,17 +215,8 @@ def _resolve_reexport(app, env, node, contnode):
     return None
 
 
-def _examples_heading(app, what, name, obj, options, lines):
-    """numpydoc knows ``Examples``; the package's docstrings also write ``Example``."""
-    for i in range(len(lines) - 1):
-        if lines[i].strip() == "Example" and set(lines[i + 1].strip()) == {"-"}:
-            lines[i] = lines[i].replace("Example", "Examples")
-            lines[i + 1] = lines[i + 1].replace("-------", "--------")
-
-
 def setup(app):
     app.connect("missing-reference", _resolve_reexport)
-    app.connect("autodoc-process-docstring", _examples_heading, priority=100)
 
 
 write_api(HERE / "api")

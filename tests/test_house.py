@@ -63,7 +63,7 @@ def test_every_public_function_has_a_self_contained_example():
     for name, function in sorted(functions.items()):
         source = tool.example_source(function.__doc__)
         if not source:
-            problems.append(f"{name}: no Example section")
+            problems.append(f"{name}: no Examples section")
             continue
         try:
             undefined = tool.undefined_names(source)
@@ -82,8 +82,10 @@ def test_the_example_check_can_fail():
     assert tool.undefined_names("ann = cm.datasets.load_rte()\n"
                                 "f = lambda x: x + len(ann.items)\n") == []
     assert tool.example_source("Summary.\n\nParameters\n----------\nx : int\n") is None
-    doc = "Summary.\n\n    Example\n    -------\n    >>> a = (1 +\n    ...      2)\n    >>> a\n"
+    doc = "Summary.\n\n    Examples\n    --------\n    >>> a = (1 +\n    ...      2)\n    >>> a\n"
     assert tool.example_source(doc) == "a = (1 +\n     2)\na\n"
+    # numpydoc does not know "Example": such a section is not found
+    assert tool.example_source(doc.replace("Examples", "Example")) is None
 
 
 def test_private_helpers_have_no_numpydoc_sections():

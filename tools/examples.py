@@ -1,4 +1,4 @@
-"""Find and run the ``Example`` sections of the public functions' docstrings.
+"""Find and run the ``Examples`` sections of the public functions' docstrings.
 
 ``python tools/examples.py`` runs every example, each docstring's lines in a
 fresh namespace that holds only ``cm`` (``import crowd_models as cm``), so an
@@ -28,7 +28,8 @@ import types
 
 import crowd_models
 
-HEADINGS = ("Example", "Examples")
+HEADING = "Examples"
+"""numpydoc's heading; a docstring that writes ``Example`` has none (numpydoc warns)."""
 
 
 def public_modules() -> list[types.ModuleType]:
@@ -56,10 +57,10 @@ def public_functions() -> dict[str, types.FunctionType]:
 
 
 def example_section(doc: str | None) -> str | None:
-    """The text under a docstring's ``Example``/``Examples`` heading, or None."""
+    """The text under a docstring's ``Examples`` heading, or None."""
     lines = inspect.cleandoc(doc or "").splitlines()
     for i, line in enumerate(lines[:-1]):
-        if line.strip() in HEADINGS and set(lines[i + 1].strip()) == {"-"}:
+        if line.strip() == HEADING and set(lines[i + 1].strip()) == {"-"}:
             return "\n".join(lines[i + 2:])
     return None
 

@@ -256,8 +256,8 @@ def main(argv=None) -> int:
     report cannot be written, each error a one-line message on stderr, never a
     traceback.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.cli import main
     >>> main(["fit", "labels.csv", "--model", "dawid-skene", "--out", "report"])  # doctest: +SKIP
     >>> main(["demo", "--quick", "--out", "demo_report", "--force"])

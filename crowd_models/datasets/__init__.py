@@ -77,8 +77,8 @@ def load_rte() -> Annotations:
     (65 items) going to class 0, 0.90 when ties count as half right. Annotator
     ids are the Mechanical Turk worker ids.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_rte()
     >>> ann.n_items, ann.n_annotators, ann.has_gold
     """
@@ -98,8 +98,8 @@ def load_bluebirds() -> Annotations:
     labels), classes [False, True], gold for every image (60 false, 48 true).
     Majority vote reaches 0.76 accuracy (0.7593; 39 voters, so no ties).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_bluebirds()
     """
     with _path("bluebirds", "labels.yaml").open("r") as fh:
@@ -133,8 +133,8 @@ def load_anesthesia() -> Annotations:
     There is deliberately no ``ordered=`` argument: :class:`Annotations` does
     not record whether classes are ordered, so the flag would change nothing.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_anesthesia()
     >>> list(ann.classes)
     """
@@ -160,8 +160,8 @@ def load_dog() -> Annotations:
     to one label per item, and a ``ValueError`` is raised if an item's
     repeated truths disagree.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_dog()
     """
     df = _read("dog", "dogs-1.merged.label.tsv", sep="\t", header=None,
@@ -188,8 +188,8 @@ def load_web_search() -> Annotations:
     Majority vote reaches 0.78 accuracy (0.7765) on the 2653 items with gold,
     ties going to the lower level (0.73 when the 569 tied items count as split).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_web_search()
     """
     df = _read("web_search", "web_crowd.txt", sep="\t", header=None,
@@ -247,8 +247,8 @@ def load_music_genre(split: str = "train"):
         ``(features, gold)``: a DataFrame (300, 124) indexed by song id and a
         Series of genre names with the same index.
 
-    Example
-    -------
+    Examples
+    --------
     >>> train = cm.datasets.load_music_genre("train")
     """
     if split not in MUSIC_GENRE_SPLITS:
@@ -315,8 +315,8 @@ def load_affect(emotion: str) -> Annotations:
         headline texts are bundled in ``data/affect/affect_headlines.tsv``
         (``id``, ``headline``; join on the item id).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_affect("anger")
     >>> ann.continuous
     """
@@ -421,8 +421,8 @@ def load_gi_lesions(task: str = "3class", features: str | None = "all",
         narrow-band imaging, or (``"paper"``) the first column of each lesion
         in ``data.txt`` — 61 white-light and 15 NBI images, as in the paper.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_gi_lesions(task="3class")
     """
     _choice(task, tuple(GI_TASKS), "task")
@@ -469,8 +469,8 @@ def load_gi_lesions_split(k: int, task: str = "3class", run: str = "table7") -> 
         used (``run="table6"``; None for ``"table7"``, which drew none).
         ``task="binary"`` maps the classes to resection / no-resection.
 
-    Example
-    -------
+    Examples
+    --------
     >>> split = cm.datasets.load_gi_lesions_split(1)
     >>> split["train"]
     """
@@ -547,8 +547,8 @@ def load_sentiment() -> Annotations:
     labels, no repeated pair), classes [0, 1], gold for every item. Majority
     vote reaches 0.93 accuracy (0.9320).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_sentiment()
     """
     return _zheng("sentiment", [0, 1])
@@ -565,8 +565,8 @@ def load_adult_content() -> Annotations:
     repeated (2773 of them with the same label), and the families count each
     repeat as a label. Majority vote reaches 0.76 accuracy (0.7628).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_adult_content()
     """
     return _zheng("adult_content", [0, 1, 2, 3])
@@ -583,8 +583,8 @@ def load_relevance() -> Annotations:
     pairs are repeated (1289 with the same label), each counted as a label.
     Majority vote reaches 0.54 accuracy (0.5357).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ann = cm.datasets.load_relevance()
     """
     return _zheng("relevance", [0, 1, 2, 3])

@@ -347,8 +347,8 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
     ``A_i = gamma + sum_j s_j^2 tau_j`` over the item's labels (repeats
     counted) and ``s_j`` the annotator's ``scale`` (1 without).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> ann = cm.datasets.load_affect("anger")
     >>> fit = continuous.em(ann)
@@ -690,8 +690,8 @@ def build_model(
         ``item_idx``, ``annotator_idx``, ``label_value`` (annotation).
         ``model.crowd_start`` holds the item-mean start that :func:`em` uses.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> model = continuous.build_model(cm.datasets.load_affect("anger"), bias=True)
     >>> fit = cm.fit_map(model)
@@ -821,8 +821,8 @@ def em(
     (the quantity ``find_MAP`` maximises: ``model.logp(jacobian=False)``),
     ``log_likelihood``, ``n_iter`` (M-steps run), ``converged`` and ``label_scale``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> fit = continuous.em(cm.datasets.load_affect("anger"), bias=True)
     >>> cm.report.annotator_summary(fit)
@@ -949,8 +949,8 @@ def simulate(
     whose ``truth`` holds the true parameters (annotators named
     ``annotator_0``, ...).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> ann = continuous.simulate([4.0, 1.0, 0.25], bias=[0.3, 0.0, -0.3], n_items=200, rng=0)
     """

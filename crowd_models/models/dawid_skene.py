@@ -467,8 +467,8 @@ def empirical_spread(
         The spread that ``build_model(..., variant="pooled")`` and
         ``em(..., variant="pooled")`` use when ``spread=None``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import dawid_skene
     >>> dawid_skene.empirical_spread(cm.datasets.load_dog())
     """
@@ -553,8 +553,8 @@ def build_model(
         ``confusion_mean`` too, its spread in ``constant_data`` as
         ``confusion_spread``, and starts where its EM does.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import dawid_skene
     >>> model = dawid_skene.build_model(cm.datasets.load_dog(), variant="one_coin")
     >>> fit = cm.fit_map(model)
@@ -690,8 +690,8 @@ def em(
     scalar ``confusion_spread``, without a conjugate approximation); attrs
     ``log_posterior``, ``log_likelihood``, ``n_iter`` (M-steps run), ``converged``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import dawid_skene
     >>> fit = dawid_skene.em(cm.datasets.load_dog())
     >>> fit["confusion"].sel(annotator=fit["annotator"][0])
@@ -800,8 +800,8 @@ def simulate(
     at random without replacement. ``classes`` names the classes (default
     0..K-1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import dawid_skene
     >>> conf = [[[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]] * 4
     >>> ann = dawid_skene.simulate(conf, n_items=300, rng=0)

@@ -298,8 +298,8 @@ def _check_structure(covariance):
 def n_cov_params(covariance: str, d: int, G: int) -> int:
     """Free covariance parameters of a structure (mclust's ``nVarParams``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import edda
     >>> edda.n_cov_params("VVV", d=5, G=3)  # three full 5 x 5 covariances: 3 * 15
     """
@@ -385,8 +385,8 @@ def fit_edda(
     TypeError
         Non-numeric features, both or neither of y and weights.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import edda, stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> fit = edda.fit_edda(ann.features, ann.gold_series(), covariance="VEV")
@@ -464,8 +464,8 @@ def select_edda(
     reason. Keyword arguments go to :func:`fit_edda`. Input errors (NaN features,
     bad labels) are raised, not tabulated.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import edda, stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> best, table = edda.select_edda(ann.features, ann.gold_series())

@@ -419,8 +419,8 @@ def build_model(
         log-density is each item's marginal log-likelihood. ``model.crowd_start``
         holds the majority-vote start (``fit_map`` starts there).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> fit = cm.fit_map(feature_accuracy.build_model(ann, penalty=2.0))
@@ -543,8 +543,8 @@ def em(
     ``n_nonzero_accuracy_coef``, ``restart_log_posteriors``, ``flipped``,
     ``n_iter``, ``converged``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> fit = feature_accuracy.em(ann, penalty=2.0)
@@ -587,8 +587,8 @@ def predict(fit, features) -> np.ndarray:
     DataTree, or a baseline from :func:`lasso_majority_vote`), averaged over
     the fit's draws. ``features``: (item, feature) in the fit's feature order.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> prob = feature_accuracy.predict(feature_accuracy.em(ann, penalty=2.0), ann.features)
@@ -606,8 +606,8 @@ def annotator_error(fit, features) -> np.ndarray:
     """(item, annotator) probability that each annotator mislabels each item,
     P(Y_ik != Z_i | x_i), averaged over the fit's draws.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> fit = feature_accuracy.em(ann, penalty=2.0)
@@ -656,8 +656,8 @@ def annotator_summary(fit, *, annotations: Annotations | None = None,
     ``annotations``: the data the fit was made on; needed for an EM fit (a
     MAP or NUTS fit carries the features in ``constant_data``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> feature_accuracy.annotator_summary(feature_accuracy.em(ann, penalty=2.0), annotations=ann)
@@ -708,8 +708,8 @@ def align_signs(fit, annotations: Annotations):
     coefficients negated, ``_pos``/``_neg`` parts swapped, ``item_class_prob``
     reversed. Returns a new DataTree with ``attrs["flipped_chains"]``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(200, n_annotators=4, n_features=2, rng=0)
     >>> idata = cm.sample(feature_accuracy.build_model(ann), draws=200, tune=200, chains=2)
@@ -780,8 +780,8 @@ def lasso_majority_vote(annotations: Annotations, *, penalty=DEFAULT_PRIORS["pen
     Returns a Dataset with ``intercept`` and ``coef`` (chain=1, draw=1), usable
     with :func:`predict` and :func:`crowd_models.selection.select_penalty`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> baseline = feature_accuracy.lasso_majority_vote(ann, penalty=2.0)
@@ -798,8 +798,8 @@ def lasso_gold(annotations: Annotations, *, penalty=DEFAULT_PRIORS["penalty"],
     """Oracle baseline: L1 logistic regression on the gold labels (items with
     gold only), same penalty scaling as :func:`em`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> oracle = feature_accuracy.lasso_gold(ann, penalty=2.0)
@@ -850,8 +850,8 @@ def simulate(
     without replacement) label each item, or all of them. ``gold`` holds the
     true labels, ``truth`` the true parameters (``attrs["mechanism"]``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import feature_accuracy
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, mechanism="model", rng=0)
     """

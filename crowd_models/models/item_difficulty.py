@@ -440,8 +440,8 @@ def build_model(
         uses unless told otherwise (for "irt_hierarchical" see the known mixing
         problem in the module docstring).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import item_difficulty
     >>> fit = cm.fit_map(item_difficulty.build_model(cm.datasets.load_rte()))
     >>> fit.posterior["easiness"].to_series().sort_values().head()  # the hardest items
@@ -549,8 +549,8 @@ def em(
         ``n_labels``; attrs ``log_posterior``, ``log_likelihood``, ``n_iter``,
         ``converged``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import item_difficulty
     >>> fit = item_difficulty.em(cm.datasets.load_rte())
     >>> cm.report.annotator_summary(fit, rank_by="ability_mean").head()
@@ -607,8 +607,8 @@ def simulate(
     uniform over the other classes. Every annotator labels every item, or
     ``labels_per_item`` annotators drawn at random per item.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from crowd_models.models import item_difficulty
     >>> easiness = np.exp(np.random.default_rng(0).normal(0, 1, 300))
@@ -659,8 +659,8 @@ def simulate_irt(
     ``s = +1`` for a positive truth and -1 for a negative one. Every annotator labels every
     item, or ``labels_per_item`` annotators drawn at random per item.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from crowd_models.models import item_difficulty
     >>> rng = np.random.default_rng(0)

@@ -164,8 +164,8 @@ def require_levels(annotations, family: str = "an ordinal model") -> None:
     """Raise a ValueError unless the classes are integer levels, increasing in
     the class order (``family`` names the model in the message).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> ordinal.require_levels(cm.datasets.load_web_search())  # 1..5: passes
     """
@@ -202,8 +202,8 @@ def threshold_names(annotations: Annotations) -> list[str]:
     """Coordinates of the ``threshold`` dim: ``">1"``, ``">2"``, ... ``">K-1"``
     (threshold c asks "is the level above c?").
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> ordinal.threshold_names(cm.datasets.load_anesthesia())  # four levels
     """
@@ -214,8 +214,8 @@ def binary_annotations(annotations: Annotations, threshold: int) -> Annotations:
     """The binary problem "label > classes[threshold]" (threshold = 0..K-2) as two-coin
     Annotations with classes [0, 1]; gold is derived likewise.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> above_two = ordinal.binary_annotations(cm.datasets.load_anesthesia(), threshold=1)
     >>> above_two.class_counts()
@@ -352,8 +352,8 @@ def class_probabilities(exceed_prob) -> tuple[np.ndarray, np.ndarray]:
     and P(level > K) = 0); each row sums to one but may hold negative entries.
     The repair rule clips them at zero and renormalises the row.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from crowd_models.models import ordinal
     >>> repaired, raw = ordinal.class_probabilities(np.array([[0.9, 0.95, 0.2]]))
@@ -384,8 +384,8 @@ def negative_differences(fit) -> dict:
     at least one, likewise per draw), ``share_items`` (n_items / items) and
     ``most_negative`` (the smallest raw difference seen).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> ordinal.negative_differences(ordinal.em(cm.datasets.load_anesthesia()))
     """
@@ -510,8 +510,8 @@ def level_locations(level_spacing) -> np.ndarray:
     """The true levels' locations 0 = loc[0] < ... < loc[K-1] = K - 1 from the
     (K-1,) simplex ``level_spacing``; the cut points are their midpoints.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> ordinal.level_locations([0.5, 0.25, 0.25])  # four levels at 0, 1.5, 2.25, 3
     """
@@ -525,8 +525,8 @@ def own_cutpoints(cutpoints, log_width_ratio, xp=np):
     widened by exp(ratio), the whole centred on the shared cut points' mean.
     ``xp`` is ``numpy`` or ``pytensor.tensor``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from crowd_models.models import ordinal
     >>> ordinal.own_cutpoints(np.array([0.5, 1.5, 2.5]), np.array([[0.0, 0.0], [0.5, 0.5]]))
@@ -539,8 +539,8 @@ def own_cutpoints(cutpoints, log_width_ratio, xp=np):
 def latent_confusion(bias, noise, level_spacing, *, link="logit", log_width_ratio=None):
     """NumPy: the latent variant's (annotator, true_class, label_class) confusion.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> conf = ordinal.latent_confusion([0.0, 0.5], [0.3, 0.8], [1 / 3, 1 / 3, 1 / 3])
     >>> conf[1].round(2)  # the second annotator: biased upwards and noisier
@@ -701,8 +701,8 @@ def build_model(
         ``model.crowd_start`` holds the majority-vote start (``fit_map`` starts
         there).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> model = ordinal.build_model(cm.datasets.load_anesthesia(), variant="latent")
     >>> fit = cm.fit_map(model)
@@ -776,8 +776,8 @@ def em(
     The latent variant has no EM (its M-step has no closed form): use
     ``cm.fit_map(build_model(annotations, variant="latent"))``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> fit = ordinal.em(cm.datasets.load_anesthesia())
     >>> cm.report.annotator_summary(fit)
@@ -956,8 +956,8 @@ def simulate(
     replacement. The truth holds, as in the model, ``prevalence`` (latent: the
     class shares) or ``threshold_prevalence`` (cumulative: P(level > c)).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import ordinal
     >>> ann = ordinal.simulate(bias=[0.5, -0.3, 0.0], noise=[0.4, 0.8, 0.6], n_classes=4,
     ...                        n_items=200, rng=0)

@@ -87,8 +87,8 @@ def confusion_of(trustworthiness, spam_share, xp=np):
     ``trust [k = l] + (1 - trust) spam_share[l]``; ``xp`` is ``numpy`` or
     ``pytensor.tensor``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import spammer
     >>> spammer.confusion_of([0.9, 0.0], [[0.5, 0.5], [0.1, 0.9]])[1]  # a pure spammer
     """
@@ -197,8 +197,8 @@ def build_model(
         marginal log-likelihood. ``model.crowd_start`` holds EM's start and
         ``model.crowd_em`` the EM on the same data and priors.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import spammer
     >>> fit = cm.fit_map(spammer.build_model(cm.datasets.load_rte()))
     >>> fit.posterior["trustworthiness"].to_series().sort_values().head()
@@ -251,8 +251,8 @@ def em(
         truthful and spam labels), which the report's intervals use. Attrs
         ``log_posterior``, ``log_likelihood``, ``n_iter``, ``converged``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import spammer
     >>> fit = spammer.em(cm.datasets.load_web_search())
     >>> cm.report.annotator_summary(fit, rank_by="trustworthiness_mean").head()
@@ -304,8 +304,8 @@ def simulate(
     ``labels_per_item`` annotators drawn at random per item. ``gold`` holds
     the true classes and ``truth`` the parameters.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import spammer
     >>> ann = spammer.simulate([0.9, 0.8, 0.1, 0.0], n_items=300,
     ...                        spam_share=[[0.5, 0.5]] * 3 + [[0.05, 0.95]], rng=0)

@@ -201,8 +201,8 @@ def fit_base_learners(annotations: Annotations, covariance: str = "EEE", **edda_
     needs more labelled items than features in every class of every annotator
     and raises an error naming the annotator and class otherwise).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> base = stacked_gaussian.fit_base_learners(ann, covariance="EEE")
@@ -264,8 +264,8 @@ def stack(base_fits, weights, classes=None) -> GaussianClassifier:
     sequence of fits; ``weights``: array, Series/dict by annotator, or the
     Dataset of :func:`annotator_weights`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> base = stacked_gaussian.fit_base_learners(ann)
@@ -386,8 +386,8 @@ def annotator_weights(
         iterative strategies, ``n_iter`` and ``converged``; ``gold_items`` lists the
         items PGT used.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> stacked_gaussian.annotator_weights(ann, "ItAlg1")["weights"].to_series()
@@ -522,8 +522,8 @@ def fit_ensemble(annotations: Annotations, strategy: str = "MV", covariance: str
 
     Returns ``(ensemble, weights_dataset, base_fits)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> ensemble, weights, base = stacked_gaussian.fit_ensemble(ann, "MV", covariance="EEE")
@@ -544,8 +544,8 @@ def bootstrap_weights(annotations: Annotations, strategy: str = "MV", *, n_boot:
     scores 0) or whose base learners cannot be fitted are skipped (count in
     ``attrs["n_failed"]``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> boot = stacked_gaussian.bootstrap_weights(ann, "MV", n_boot=50, rng=0)
@@ -684,8 +684,8 @@ def build_model(
         log-likelihood is the sum over its labels of ``log tau[m, y] +
         log N(x; mu[m, y], Sigma[m, y])`` (``az.loo`` works per item).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> fit = cm.fit_map(stacked_gaussian.build_model(ann, covariance="EEE"))
@@ -878,8 +878,8 @@ def base_learners_from_posterior(fit, annotations: Annotations) -> dict:
     """``{annotator: GaussianClassifier}`` from a MAP fit (chain=1, draw=1) or
     the posterior mean of a NUTS fit of :func:`build_model`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> fit = cm.fit_map(stacked_gaussian.build_model(ann, covariance="EEE"))
@@ -909,8 +909,8 @@ def stack_posterior(fit, weights, X, *, classes=None, max_draws: int | None = No
     :func:`annotator_weights`), or a (sample, annotator) array to propagate
     the weights' own uncertainty (e.g. bootstrap weights, cycled).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(1, n_items=200, rng=0)
     >>> model = stacked_gaussian.build_model(ann, covariance="EEE")
@@ -981,8 +981,8 @@ def simulate(
     ``truth`` (``prevalence``, ``class_mean``, ``covariance``, ``confusion``
     and ``is_expert``). The annotators are ``expert_1..`` and ``novice_1..``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import stacked_gaussian
     >>> ann = stacked_gaussian.simulate(2, n_items=300, n_experts=2, n_novices=3, rng=0)
     """

@@ -346,8 +346,8 @@ def build_model(
         item's marginal log-likelihood. ``model.crowd_start`` holds the
         majority-vote start that :func:`em` uses (``fit_map`` starts there).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> model = two_coin.build_model(cm.datasets.load_rte())
     >>> fit = cm.fit_map(model)
@@ -425,8 +425,8 @@ def em(
     ``n_labels``. ``attrs`` hold ``log_posterior`` (the quantity find_MAP
     maximises), ``log_likelihood``, ``n_iter`` (M-steps run) and ``converged``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> cm.report.annotator_summary(fit).head()
@@ -466,8 +466,8 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     with ``coef_precision``/``intercept_precision``); ``positive`` as in
     :func:`build_model`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
     >>> two_coin.decoupled(ann)["coef"].values.ravel()
@@ -493,8 +493,8 @@ def predict(fit, features) -> np.ndarray:
     ``fit``: an EM Dataset or a MAP/NUTS DataTree with ``coef`` and ``intercept``;
     ``features``: (item, feature) array or DataFrame in the fit's feature order.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
     >>> two_coin.predict(two_coin.em(ann), ann.features)[:5]
@@ -536,8 +536,8 @@ def simulate(
     without replacement. ``gold`` holds the true labels; ``truth`` holds the
     true parameters.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.85, 0.8, 0.75], n_items=500, rng=0)
     >>> ann.truth["sensitivity"].values

@@ -106,8 +106,8 @@ def experts_equivalent(fit, expert_precision, *, annotations: Annotations | None
         spreads for a single-draw fit). Student-t fits: precisions are inverse
         squared scales, so the ratio compares scales, not variances.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> ann = cm.datasets.load_affect("anger")
     >>> cm.report.experts_equivalent(continuous.em(ann), "gold", annotations=ann)

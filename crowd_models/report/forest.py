@@ -75,8 +75,8 @@ def forest_draws(fits, var_names, *, n_draws: int = MC_DRAWS) -> dict[str, xr.Da
         report's tables; any other one-draw value is repeated, so it shows as a
         point without an interval.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> map_fit = cm.fit_map(two_coin.build_model(ann), laplace=True)
@@ -118,8 +118,8 @@ def plot_forest(fits, var_names="sensitivity", *, ci_prob: float = 0.9, **kwargs
     arviz_plots.PlotCollection
         The plot (``.savefig(path)`` writes the figure).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> map_fit = cm.fit_map(two_coin.build_model(ann), laplace=True)

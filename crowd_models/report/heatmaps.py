@@ -178,8 +178,8 @@ def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
         ``annotator=None`` and the fit records neither ``confusion_mean`` nor
         ``n_labels``, or ``ci_prob`` is not strictly between 0 and 1.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import dawid_skene
     >>> fit = dawid_skene.em(cm.datasets.load_dog())
     >>> ax = cm.report.plot_confusion(fit, fit["annotator"].values[0])

@@ -67,8 +67,8 @@ def roc_curve(scores, gold) -> tuple[pd.DataFrame, float]:
         If the lengths differ, ``gold`` is not binary or holds one class only,
         or ``scores`` holds NaN or non-numbers.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> prob = two_coin.em(ann)["item_class_prob"].values[0, 0, :, 1]
@@ -135,8 +135,8 @@ def plot_roc(curves: Mapping, ax=None):
     TypeError
         If ``curves`` is not a mapping.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> prob = two_coin.em(ann)["item_class_prob"].values[0, 0, :, 1]
@@ -232,8 +232,8 @@ def soft_confusion(predicted, item_class_prob) -> dict[str, float]:
         probabilities are not two classes in [0, 1], or all of ``mu`` is 0 (or
         all 1), leaving a rate undefined.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> prob = fit["item_class_prob"].values[0, 0, :, 1]
@@ -311,8 +311,8 @@ def accuracy(fit_or_probs, annotations: Annotations) -> float:
         If the annotations have no gold labels (or are continuous), or the
         probabilities do not match their items or classes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> cm.report.accuracy(two_coin.em(ann), ann)

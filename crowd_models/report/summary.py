@@ -263,8 +263,8 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     the draws' means, close to but not the MAP itself, which stays in the
     fit's ``posterior`` group.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> cm.report.annotator_summary(fit, ci_prob=0.9).head()
@@ -488,8 +488,8 @@ def item_table(fit, annotations: Annotations | None = None) -> pd.DataFrame:
         If the fit has neither ``item_class_prob`` nor ``true_value``, or the
         annotations' items (or classes) are not the fit's.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> ann = cm.datasets.load_rte()
     >>> cm.report.item_table(two_coin.em(ann), ann).head()
@@ -621,8 +621,8 @@ def true_value_summary(fit, *, annotations: Annotations | None = None,
     rows follow their item order and a ``gold`` column is added when they
     have gold values (NaN where unknown).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import continuous
     >>> ann = cm.datasets.load_affect("anger")
     >>> cm.report.true_value_summary(continuous.em(ann)).head()
@@ -661,8 +661,8 @@ def with_intervals(table: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
         Laplace approximation), in the order of the measures' first columns;
         the ``_sd`` columns dropped; every other column kept as it was.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> cm.report.with_intervals(cm.report.annotator_summary(fit)).head()
