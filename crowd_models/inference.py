@@ -427,8 +427,10 @@ def _warn_switched(switched: list, chains: int) -> None:
         warn(
             f"chain(s) {switched} sit in a label-switched mode (their most probable true "
             f"classes match a permutation of the MAP's labels better than the labels "
-            f"themselves); drop them (idata.sel(chain=...)) or use stronger "
-            f"diagonal-favouring priors.")
+            f"themselves); drop them (idata.sel(chain=...)), use stronger "
+            f"diagonal-favouring priors, or start every chain at the MAP without jitter "
+            f"(jitter=False, with more draws: the mode can mix slowly) and read the "
+            f"intervals as those of the MAP's mode.")
 
 
 def label_switched_chains(idata, reference) -> list[int]:

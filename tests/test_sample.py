@@ -125,6 +125,7 @@ def test_a_mirrored_chain_is_flagged_with_a_warning(tiny, sampler_calls):
     with pytest.warns(UserWarning, match=r"chain\(s\) \[1\] sit in a label-switched mode") as w:
         idata = cm.sample(model, start=None, **RUN)
     assert {x.filename for x in w if "label-switched" in str(x.message)} == {__file__}
+    assert any("jitter=False" in str(x.message) for x in w)  # names the remedies
     assert idata.attrs["label_switched_chains"] == [1]
     prob = idata.posterior["item_class_prob"].mean("draw").values[..., 1]
     assert np.mean((prob[0] > 0.5) == (prob[1] > 0.5)) < 0.2
