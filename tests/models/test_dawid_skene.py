@@ -152,15 +152,9 @@ def test_hierarchical_nuts_mixes_on_dog(dog):
     r-hat <= 1.01 from four jittered MAP starts, no divergence, no chain in a
     label-switched mode (web search, whose modes are of equal height, is
     DEVELOPING.md's counter-example)."""
-    import arviz as az
-
     model = ds.build_model(dog, variant="hierarchical")
     idata = cm.sample(model, random_seed=1, progressbar=False)
-    post = idata.posterior.to_dataset()
-    rhat = az.rhat(post[[v.name for v in model.free_RVs]])
-    assert float(rhat.to_array().max()) <= 1.01, rhat.max()
-    assert int(idata.sample_stats["diverging"].sum()) == 0
-    assert idata.attrs["label_switched_chains"] == []
+    _assert_mixed(model, idata)
     assert cm.report.accuracy(idata, dog) >= 0.83
 
 
@@ -172,18 +166,23 @@ def test_hierarchical_nuts_mixes_on_web_search_within_the_map_mode():
     chain at the MAP without jitter and long chains: the mode mixes slowly
     (level 2's prevalence), and at 10,000 draws every free variable's r-hat is
     <= 1.01 with no divergence. Its truth is below the pooled EM's (0.851)."""
-    import arviz as az
-
     web = cm.datasets.load_web_search()
     model = ds.build_model(web, variant="hierarchical")
     idata = cm.sample(model, draws=10_000, tune=2_000, jitter=False, random_seed=1,
                       progressbar=False)
+    _assert_mixed(model, idata)
+    assert cm.report.accuracy(idata, web) >= 0.79
+
+
+def _assert_mixed(model, idata):
+    """Every free variable's r-hat <= 1.01, no divergence, no label-switched chain."""
+    import arviz as az
+
     post = idata.posterior.to_dataset()
     rhat = az.rhat(post[[v.name for v in model.free_RVs]])
     assert float(rhat.to_array().max()) <= 1.01, rhat.max()
     assert int(idata.sample_stats["diverging"].sum()) == 0
     assert idata.attrs["label_switched_chains"] == []
-    assert cm.report.accuracy(idata, web) >= 0.79
 
 
 def test_flat_map_started_at_em_stays_there():
