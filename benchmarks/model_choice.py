@@ -171,16 +171,16 @@ def _luck_summary(results: list[dict]) -> str:
     """How often the best family in hindsight beats the true-parameter Bayes rule,
     and how often the chosen family is short, over the simulated crowds."""
     margin = 0.005 + 1e-9  # "more than 0.005": 3 items of 600 are not
-    best = np.array([r["best"] for r in results])
-    lucky = best - np.array([r["bayes"] for r in results]) > margin
-    short = np.array([r["shortfall"] for r in results]) > margin
-    average = np.array([r["average_shortfall"] for r in results])
+    col = {key: np.array([r[key] for r in results])
+           for key in ("best", "bayes", "shortfall", "average_shortfall")}
+    lucky = col["best"] - col["bayes"] > margin
+    short = col["shortfall"] > margin
     return (f"{len(results)} crowds: the best family in hindsight beats the true-parameter "
             f"Bayes rule by more than 0.005 in {lucky.sum()}; 'sharing' is short of the best "
             f"family by more than 0.005 in {short.sum()}, {(short & ~lucky).sum()} of them "
             f"where the best family does not beat the Bayes rule so; the pooled+spammer "
-            f"average in {(average > margin).sum()} (mean shortfall {average.mean():.4f}, "
-            f"'sharing' {np.mean([r['shortfall'] for r in results]):.4f})")
+            f"average in {(col['average_shortfall'] > margin).sum()} (mean shortfall "
+            f"{col['average_shortfall'].mean():.4f}, 'sharing' {col['shortfall'].mean():.4f})")
 
 
 def run_loo(ann: cm.Annotations, label: str, tools) -> str:
