@@ -13,13 +13,21 @@ same for every set: no prior is tuned per set.
 
 Ours: majority vote (soft, ties split), the two-coin EM (binary sets only),
 Dawid-Skene EM (full, one-coin and pooled), the spammer EM (MACE), the
-item-difficulty EM (GLAD). crowd-kit 1.4.2,
-in its own virtual environment (made with uv as in ``crowdkit.py``, reused
-from ``benchmarks/.crowdkit-venv``), with its defaults: MajorityVote,
-DawidSkene (n_iter=100), OneCoinDawidSkene, GLAD, MACE. Printed: one row per
-set with every method's accuracy over the items with gold (a hard label per
-item: the most probable class, ties to the first class for ours), and, per
-set, our best and crowd-kit's best, with the gap.
+item-difficulty EM (GLAD), and ``auto_fit`` with its defaults (the family its
+gold-free choice takes, fitted by MAP). crowd-kit 1.4.2, in its own virtual
+environment (made with uv as in ``crowdkit.py``, reused from
+``benchmarks/.crowdkit-venv``), with its defaults: MajorityVote, DawidSkene
+(n_iter=100), OneCoinDawidSkene, GLAD, MACE. One more crowd-kit column, "ck
+DS converged" (DawidSkene run to a change of its loss below 1e-10, at most
+100,000 iterations), says whether a DawidSkene number comes from stopping
+early; it is not counted in crowd-kit's best. Printed: one row per set with
+every method's accuracy over the items with gold (a hard label per item: the
+most probable class, ties to the first class for ours), and, per set, our best
+and crowd-kit's best with the gap, then ``auto_fit``'s choice against
+crowd-kit's best, item by item: the items with gold that only one of the two
+gets right, each side's count, and the exact two-sided McNemar p-value (the
+binomial test of that split against one half). A gap of a few items with a
+large p-value is one the gold cannot tell from chance.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 import crowd_models as cm
 from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
@@ -44,6 +53,11 @@ HERE = Path(__file__).resolve().parent
 SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "adult_content",
         "relevance")
 CROWDKIT_METHODS = ("MajorityVote", "DawidSkene", "OneCoinDawidSkene", "GLAD", "MACE")
+CROWDKIT_CONVERGED = "DS converged"
+CROWDKIT_RUNS = {**{name: (name, {}) for name in CROWDKIT_METHODS},
+                 CROWDKIT_CONVERGED: ("DawidSkene", {"n_iter": 100_000, "tol": 1e-10})}
+"""crowd-kit's columns: (aggregator, keyword arguments); the defaults but for
+the converged DawidSkene."""
 
 CROWDKIT_SIDE = r"""
 import json, sys, time
@@ -51,11 +65,11 @@ import pandas as pd
 import crowdkit.aggregation as agg
 df = pd.read_csv(sys.argv[1])
 out = {}
-for name in sys.argv[2].split(","):
+for column, (name, options) in json.loads(sys.argv[2]).items():
     t0 = time.perf_counter()
-    labels = getattr(agg, name)().fit_predict(df)
-    out[name] = {"labels": {str(k): int(v) for k, v in labels.items()},
-                 "seconds": time.perf_counter() - t0}
+    labels = getattr(agg, name)(**options).fit_predict(df)
+    out[column] = {"labels": {str(k): int(v) for k, v in labels.items()},
+                   "seconds": time.perf_counter() - t0}
 print(json.dumps(out))
 """
 
@@ -80,7 +94,9 @@ def load(name: str) -> cm.Annotations:
     return cm.Annotations.from_frame(frame, classes=list(ann.classes), gold=gold[gold.notna()])
 
 
-def ours(ann: cm.Annotations) -> dict[str, float]:
+def ours(ann: cm.Annotations) -> tuple[dict[str, np.ndarray], str]:
+    """Each of our methods' (item, class) probabilities, and the family
+    ``auto_fit`` chose (its column is ``auto``)."""
     fits = {"MV": cm.majority_vote(ann).to_numpy()}
     if ann.n_classes == 2:
         fits["two-coin"] = two_coin.em(ann)
@@ -89,7 +105,11 @@ def ours(ann: cm.Annotations) -> dict[str, float]:
     fits["one-coin"] = dawid_skene.em(ann, variant="one_coin")
     fits["spammer"] = spammer.em(ann)
     fits["GLAD"] = item_difficulty.em(ann)
-    return {name: _accuracy(fit, ann) for name, fit in fits.items()}
+    probs = {name: fit if isinstance(fit, np.ndarray) else fit["item_class_prob"].values[0, 0]
+             for name, fit in fits.items()}
+    chosen = cm.auto_fit(ann)  # a MAP fit: a DataTree
+    probs["auto"] = chosen["posterior"]["item_class_prob"].values[0, 0]
+    return probs, chosen.attrs["model"]
 
 
 def _accuracy(fit, ann) -> float:
@@ -98,7 +118,8 @@ def _accuracy(fit, ann) -> float:
     return float(np.mean(prob.argmax(axis=1)[known] == ann.gold[known]))
 
 
-def crowdkit(python: Path, ann: cm.Annotations, folder: Path) -> dict[str, float]:
+def crowdkit(python: Path, ann: cm.Annotations, folder: Path) -> dict[str, np.ndarray]:
+    """Each crowd-kit column's label per item with gold (in ``ann``'s gold order)."""
     frame = ann.to_frame()
     codes = pd.Index(ann.classes).get_indexer(frame["label"])
     items = pd.Index(ann.items)
@@ -106,17 +127,24 @@ def crowdkit(python: Path, ann: cm.Annotations, folder: Path) -> dict[str, float
     pd.DataFrame({"worker": frame["annotator"].astype(str),
                   "task": items.get_indexer(frame["item"]), "label": codes}).to_csv(csv,
                                                                                    index=False)
-    proc = subprocess.run([python, "-c", CROWDKIT_SIDE, str(csv), ",".join(CROWDKIT_METHODS)],
+    proc = subprocess.run([python, "-c", CROWDKIT_SIDE, str(csv), json.dumps(CROWDKIT_RUNS)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"crowd-kit failed:\n{proc.stderr[-2000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     known = np.flatnonzero(ann.gold >= 0)
-    out = {}
-    for name, found in result.items():
-        labels = pd.Series(found["labels"]).rename(index=int).reindex(known)
-        out[name] = float(np.mean(labels.to_numpy() == ann.gold[known]))
-    return out
+    return {name: pd.Series(found["labels"]).rename(index=int).reindex(known).to_numpy()
+            for name, found in result.items()}
+
+
+def paired(ours_right: np.ndarray, theirs_right: np.ndarray) -> tuple[int, int, float]:
+    """Items only ours gets right, items only theirs gets right, and the exact
+    two-sided McNemar p-value of that split (1 when no item splits them)."""
+    only_ours = int(np.sum(ours_right & ~theirs_right))
+    only_theirs = int(np.sum(theirs_right & ~ours_right))
+    if only_ours + only_theirs == 0:
+        return 0, 0, 1.0
+    return only_ours, only_theirs, float(binomtest(only_ours, only_ours + only_theirs).pvalue)
 
 
 def main(argv=None) -> None:
@@ -125,27 +153,39 @@ def main(argv=None) -> None:
     parser.add_argument("--venv", type=Path, default=HERE / ".crowdkit-venv")
     args = parser.parse_args(argv)
     python = _crowdkit_tools().ensure_venv(args.venv, "crowd-kit==1.4.2")
-    rows = {}
+    rows, lines = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only:
             t0 = time.perf_counter()
             ann = load(name)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # below-chance notes on crowds
-                mine = ours(ann)
-            theirs = crowdkit(python, ann, Path(tmp))
-            rows[name] = {**{f"ours {k}": v for k, v in mine.items()},
-                          **{f"ck {k}": v for k, v in theirs.items()}}
+                probs, chosen = ours(ann)
+            known = ann.gold >= 0
+            gold = ann.gold[known]
+            right = {f"ours {k}": p.argmax(axis=1)[known] == gold for k, p in probs.items()}
+            right.update({f"ck {k}": v == gold for k, v in crowdkit(python, ann,
+                                                                      Path(tmp)).items()})
+            rows[name] = {k: float(v.mean()) for k, v in right.items()}
+            mine = {k: v for k, v in rows[name].items() if k.startswith("ours")}
+            theirs = {f"ck {k}": rows[name][f"ck {k}"] for k in CROWDKIT_METHODS}
             best_ours = max(mine, key=mine.get)
             best_ck = max(theirs, key=theirs.get)
             print(f"{name}: {ann.n_items} items, {ann.n_annotations} labels, "
-                  f"{int((ann.gold >= 0).sum())} with gold ({time.perf_counter() - t0:.0f} s); "
-                  f"ours best {best_ours} {mine[best_ours]:.4f}, crowd-kit best {best_ck} "
-                  f"{theirs[best_ck]:.4f}, gap {mine[best_ours] - theirs[best_ck]:+.4f}",
-                  flush=True)
+                  f"{int(known.sum())} with gold ({time.perf_counter() - t0:.0f} s); "
+                  f"{best_ours} {mine[best_ours]:.4f}, {best_ck} {theirs[best_ck]:.4f}, gap "
+                  f"{mine[best_ours] - theirs[best_ck]:+.4f}", flush=True)
+            only_ours, only_theirs, p = paired(right["ours auto"], right[best_ck])
+            lines.append(f"{name:14s} auto ({chosen}) {mine['ours auto']:.4f}  {best_ck} "
+                         f"{theirs[best_ck]:.4f}  gap {mine['ours auto'] - theirs[best_ck]:+.4f} "
+                         f"({only_ours - only_theirs:+d} of {int(known.sum())} items: right "
+                         f"only by auto {only_ours}, only by crowd-kit {only_theirs}; McNemar "
+                         f"p {p:.2f})")
     table = pd.DataFrame(rows).T
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table.round(4).to_string())
+    print("auto_fit against crowd-kit's best (defaults; 'ck DS converged' not counted):")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
