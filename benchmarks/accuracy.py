@@ -112,10 +112,15 @@ def ours(ann: cm.Annotations) -> tuple[dict[str, np.ndarray], str]:
     return probs, chosen.attrs["model"]
 
 
+def _right(prob: np.ndarray, ann: cm.Annotations) -> np.ndarray:
+    """Whether each item with gold gets its gold class as the most probable."""
+    known = ann.gold >= 0
+    return prob.argmax(axis=1)[known] == ann.gold[known]
+
+
 def _accuracy(fit, ann) -> float:
     prob = fit if isinstance(fit, np.ndarray) else fit["item_class_prob"].values[0, 0]
-    known = ann.gold >= 0
-    return float(np.mean(prob.argmax(axis=1)[known] == ann.gold[known]))
+    return float(np.mean(_right(prob, ann)))
 
 
 def crowdkit(python: Path, ann: cm.Annotations, folder: Path) -> dict[str, np.ndarray]:
@@ -162,10 +167,9 @@ def main(argv=None) -> None:
                 warnings.simplefilter("ignore", UserWarning)  # below-chance notes on crowds
                 probs, chosen = ours(ann)
             known = ann.gold >= 0
-            gold = ann.gold[known]
-            right = {f"ours {k}": p.argmax(axis=1)[known] == gold for k, p in probs.items()}
-            right.update({f"ck {k}": v == gold for k, v in crowdkit(python, ann,
-                                                                      Path(tmp)).items()})
+            right = {f"ours {k}": _right(p, ann) for k, p in probs.items()}
+            right.update({f"ck {k}": v == ann.gold[known]
+                          for k, v in crowdkit(python, ann, Path(tmp)).items()})
             rows[name] = {k: float(v.mean()) for k, v in right.items()}
             mine = {k: v for k, v in rows[name].items() if k.startswith("ours")}
             theirs = {f"ck {k}": rows[name][f"ck {k}"] for k in CROWDKIT_METHODS}
@@ -184,7 +188,8 @@ def main(argv=None) -> None:
     table = pd.DataFrame(rows).T
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table.round(4).to_string())
-    print("auto_fit against crowd-kit's best (defaults; 'ck DS converged' not counted):")
+    print(f"auto_fit against crowd-kit's best (defaults; 'ck {CROWDKIT_CONVERGED}' not "
+          f"counted):")
     print("\n".join(lines))
 
 
