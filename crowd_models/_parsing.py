@@ -71,12 +71,15 @@ def _blank(values) -> np.ndarray:
     return _as_stripped_text(values).eq("").to_numpy()
 
 
-def _near_duplicates(values: pd.Index) -> list[list]:
+def _near_duplicates(values: pd.Index, fold_case: bool = False) -> list[list]:
     """Groups of distinct values that are equal once converted to text and stripped
-    of surrounding whitespace ('yes' / ' yes', 1 / '1')."""
+    of surrounding whitespace ('yes' / ' yes', 1 / '1'), and with ``fold_case``
+    once lower-cased too ('Yes' / 'yes')."""
     if len(values) < 2 or not _is_text(values):
         return []
     keys = _as_stripped_text(values)
+    if fold_case:
+        keys = keys.str.lower()
     dup = keys.duplicated(keep=False).to_numpy()
     if not dup.any():
         return []
@@ -91,7 +94,12 @@ def _groups_text(groups, n: int = 3) -> str:
     return shown + (f"; ... ({len(groups)} groups in all)" if len(groups) > n else "")
 
 
-def _warn_near_duplicates(values: pd.Index, what: str, becomes: str) -> None:
+def _warn_near_duplicates(values: pd.Index, what: str, becomes: str,
+                          fold_case: bool = False) -> None:
+    """Warn of values that count apart but differ only in whitespace or type (and,
+    with ``fold_case``, labels that differ only in case)."""
+    if fold_case:
+        _warn_case_variants(values, what, becomes)
     groups = _near_duplicates(values)
     if not groups:
         return
@@ -107,6 +115,19 @@ def _warn_near_duplicates(values: pd.Index, what: str, becomes: str) -> None:
         warn(
             f"{what}: {_groups_text(typed)} differ only in type, so they count as different "
             f"{becomes}. Make them one type first (e.g. .astype(str))."
+        )
+
+
+def _warn_case_variants(values: pd.Index, what: str, becomes: str) -> None:
+    """Warn of string labels that differ only in upper and lower case ('Yes' / 'yes')."""
+    folded = [g for g in _near_duplicates(values, fold_case=True)
+              if all(isinstance(v, str) for v in g)
+              and len({v.strip() for v in g}) > 1]  # not whitespace alone
+    if folded:
+        warn(
+            f"{what}: {_groups_text(folded)} differ only in upper and lower case, so they count "
+            f"as different {becomes}. If they are the same class, make the case uniform first "
+            f"(.str.lower()); declare classes=[...] to confirm they are different classes."
         )
 
 
@@ -197,6 +218,13 @@ def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
     if isinstance(col.dtype, pd.CategoricalDtype):
         # unused categories are not items/annotators: only the values count
         col = col.astype(col.cat.categories.dtype)
+    if pd.api.types.is_float_dtype(col.dtype):
+        warn(
+            f"{what} holds ids as floating-point numbers (e.g. {short_repr(col.iloc[0])}): "
+            f"ids that differ as text become one number ('1.10' and '1.1', '007' and '7.0'), "
+            f"so such ids may have been merged when the column was converted. Read the ids as text "
+            f"(pd.read_csv(..., dtype=str) for the id columns)."
+        )
     if strip:
         col = _strip(col)
     codes, ids = pd.factorize(col, sort=False)
@@ -211,6 +239,34 @@ def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
         )
     _warn_near_duplicates(ids, what, f"{role}s")
     return codes, ids
+
+
+DUPLICATES = ("warn", "keep", "drop", "error")
+"""What :meth:`crowd_models.Annotations.from_frame` does with repeated labels: keep
+every row and warn (default), keep them silently, drop exact repeats, or refuse."""
+
+
+def repeated_labels(item_idx: np.ndarray, annotator_idx: np.ndarray, labels: np.ndarray,
+                    n_annotators: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows that repeat an earlier row's (item, annotator, label) exactly, and rows of
+    (item, annotator) pairs that hold more than one distinct label.
+
+    Both are boolean masks over the rows; every row of a conflicting pair is marked.
+    Only the rows of pairs seen twice are grouped, so a table without repeated pairs
+    costs one hash pass.
+    """
+    pair = item_idx.astype(np.int64) * np.int64(n_annotators) + annotator_idx
+    twice = pd.Series(pair).duplicated(keep=False).to_numpy()
+    repeat = np.zeros(len(pair), dtype=bool)
+    conflict = np.zeros(len(pair), dtype=bool)
+    if not twice.any():
+        return repeat, conflict
+    rows = np.flatnonzero(twice)
+    sub = pd.DataFrame({"pair": pair[rows], "label": labels[rows]})
+    repeat[rows] = sub.duplicated().to_numpy()
+    n_distinct = sub.groupby("pair")["label"].transform("nunique").to_numpy()
+    conflict[rows] = n_distinct > 1
+    return repeat, conflict
 
 
 def check_wide_ids(index: pd.Index, what: str, where: str) -> None:
@@ -354,7 +410,7 @@ def _inferred_classes(uniques, categories, label: str):
             )
     else:
         _warn_near_duplicates(pd.Index(uniques), f"the labels in column {label!r}",
-                              "classes")
+                              "classes", fold_case=True)
         _check_many_classes(uniques, label)
         try:
             classes = sorted(uniques)

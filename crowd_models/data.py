@@ -45,16 +45,18 @@ import xarray as xr
 
 from crowd_models import _dims as D
 from crowd_models._parsing import (
+    DUPLICATES,
     check_roles,
     check_wide_ids,
     parse_features,
     parse_gold,
     parse_ids,
     parse_labels,
+    repeated_labels,
     same_class,
     strip_index,
 )
-from crowd_models._text import examples, listing, warn
+from crowd_models._text import examples, listing, short_repr, warn
 
 __all__ = ["Annotations"]
 
@@ -154,6 +156,60 @@ def _wide_to_long(matrix: pd.DataFrame, classes, continuous: bool) -> pd.DataFra
     return long
 
 
+def _pair_examples(rows, item_idx, annotator_idx, labels, items, annotators, classes,
+                   n: int = 3) -> str:
+    """A few (item, annotator) pairs among ``rows``, each with its labels."""
+    shown = []
+    for pair in pd.unique(item_idx[rows] * len(annotators) + annotator_idx[rows])[:n]:
+        i, a = divmod(int(pair), len(annotators))
+        values = labels[(item_idx == i) & (annotator_idx == a)]
+        names = values if classes is None else classes[values]
+        shown.append(f"item {short_repr(items[i])}, annotator {short_repr(annotators[a])}: "
+                     f"{', '.join(short_repr(v) for v in names)}")
+    return "; ".join(shown)
+
+
+def _repeats_handled(item_idx, annotator_idx, labels, items, annotators, classes,
+                     duplicates: str):
+    """Warn of (or refuse) repeated labels; the rows to keep when some are dropped."""
+    repeat, conflict = repeated_labels(item_idx, annotator_idx, labels, len(annotators))
+    context = (item_idx, annotator_idx, labels, items, annotators, classes)
+    messages = []
+    if repeat.any():
+        n_pairs = len(pd.unique(item_idx[repeat] * len(annotators) + annotator_idx[repeat]))
+        messages.append(
+            f"{repeat.sum()} row(s) repeat an earlier row's item, annotator and label exactly "
+            f"({n_pairs} pair(s), e.g. {_pair_examples(repeat, *context)})")
+    if conflict.any():
+        n_pairs = len(pd.unique(item_idx[conflict] * len(annotators)
+                                + annotator_idx[conflict]))
+        messages.append(
+            f"{n_pairs} (item, annotator) pair(s) have different labels on {conflict.sum()} "
+            f"row(s) (e.g. {_pair_examples(conflict, *context)})")
+    if not messages:
+        return None
+    text = "; ".join(messages)
+    if duplicates == "error":
+        raise ValueError(
+            f"{text}. Pass duplicates='drop' to drop exact repeats, duplicates='keep' if "
+            f"annotators labelled items more than once by design, or clean the table first."
+        )
+    if duplicates == "drop":
+        kept = (f"kept: {messages[-1]}; each of those rows counts as a label (drop or keep "
+                f"one per pair first to count it once)" if conflict.any() else "")
+        if not repeat.any():
+            warn(kept[0].upper() + kept[1:] + ".")
+            return None
+        warn(f"dropped {repeat.sum()} row(s) that repeat an earlier row's item, annotator and "
+             f"label exactly (duplicates='drop')" + (f"; {kept}." if kept else "."))
+        return ~repeat
+    warn(f"{text}. Every row counts as an independent label, which inflates the label counts "
+         f"and narrows every interval. If the table was exported or joined twice, pass "
+         f"duplicates='drop'; if annotators labelled items more than once by design, pass "
+         f"duplicates='keep' to confirm; duplicates='error' refuses them.")
+    return None
+
+
 @dataclass(frozen=True, eq=False)
 class Annotations:
     """Parsed annotations.
@@ -203,16 +259,24 @@ class Annotations:
         gold=None,
         continuous: bool = False,
         strip: bool = False,
+        duplicates: str = "warn",
     ) -> Annotations:
         """Parse a long table with one row per annotation.
+
+        Ids are used as they are in ``df``: read a file with its id columns as
+        text (``pd.read_csv(path, dtype={"item": str, "annotator": str})``), since
+        pandas reads an all-digit column as numbers, which drops leading zeros
+        and merges ``'007'`` with ``'7'`` before this function sees them (the
+        command line reads ids as text). Ids stored as floating-point numbers
+        give a ``UserWarning`` for that reason.
 
         Parameters
         ----------
         df : DataFrame
-            One row per annotation. The same annotator may label the same item
-            more than once; every row counts. Item and annotator ids must be
-            present and not empty or whitespace only (a ``ValueError`` names
-            the rows).
+            One row per annotation. Item and annotator ids must be present and
+            not empty or whitespace only (a ``ValueError`` names the rows). The
+            same annotator may label the same item more than once: see
+            ``duplicates``.
         item, annotator, label : str, optional
             Column names (default ``"item"``, ``"annotator"``, ``"label"``);
             three different columns (one column cannot be, say, both the item
@@ -251,6 +315,19 @@ class Annotations:
             ``features``. Default False: ids or labels that differ only in
             surrounding whitespace (``'yes'`` and ``' yes'``, ``'Zoë'`` and
             ``'Zoë '``) are kept apart, with a ``UserWarning`` listing them.
+            String labels that differ only in case (``'Yes'``, ``'yes'``) are
+            kept apart with a ``UserWarning`` too.
+        duplicates : {"warn", "keep", "drop", "error"}, optional
+            Rows that repeat an (item, annotator) pair, either with the same
+            label (an export concatenated twice) or with different labels (an
+            annotator who changed their mind). Each row counts as one
+            independent label, which raises ``n_labels`` and narrows every
+            interval. ``"warn"`` (default) keeps every row and warns with the
+            counts and a few examples; ``"keep"`` keeps them silently (repeated
+            labelling by design, as in Dawid and Skene's anaesthetists);
+            ``"drop"`` keeps the first of rows that repeat the same (item,
+            annotator, label) and still warns of conflicting labels, which it
+            keeps; ``"error"`` raises a ``ValueError`` on either.
 
         Examples
         --------
@@ -281,12 +358,20 @@ class Annotations:
                 )
         if len(df) == 0:
             raise ValueError("the table has zero annotations (no rows); there is nothing to fit.")
+        if duplicates not in DUPLICATES:
+            raise ValueError(f"duplicates={duplicates!r} is not one of {listing(DUPLICATES)}.")
         item_idx, items, annotator_idx, annotators, labels, classes = cls._parse_long(
             df, item, annotator, label, classes, continuous, strip,
             where={"item": f"column {item!r} (the item ids)",
                    "annotator": f"column {annotator!r} (the annotator ids)"},
             missing_fix=f"drop those rows (df[~df[{label!r}].isin({{codes}})])",
         )
+        if duplicates != "keep":
+            kept = _repeats_handled(item_idx, annotator_idx, labels, items, annotators,
+                                    classes, duplicates)
+            if kept is not None:
+                item_idx, annotator_idx, labels = (item_idx[kept], annotator_idx[kept],
+                                                   labels[kept])
         return cls._assemble(
             item_idx, annotator_idx, labels, items, annotators, classes, features, gold,
             strip=strip,

@@ -103,8 +103,9 @@ class TestNearDuplicates:
         df = long_df(annotator=["Zoë", "amy", "Zoë ", "bob", " Zoë", "amy", "bob"],
                      label=["no", "yes", " yes", "no", "yes", "yes ", "no"],
                      item=["q3", "q1 ", "q3", "q2", "q1", "q2", "q1"])
+        # the table's repeated (item, annotator) pairs are not what this test is about
         a = no_warnings(Annotations.from_frame, df, strip=True, classes=["no ", " yes"],
-                        gold={" q1": "yes ", "q2": " no"})
+                        gold={" q1": "yes ", "q2": " no"}, duplicates="keep")
         assert list(a.annotators) == ["Zoë", "amy", "bob"]
         assert list(a.items) == ["q3", "q1", "q2"]
         assert list(a.classes) == ["no", "yes"]
@@ -146,7 +147,7 @@ class TestCategoricalLabels:
 
     def test_unordered_categorical_keeps_its_category_order_unless_classes_given(self):
         cat = pd.Categorical(long_df()["label"], categories=["yes", "no"])
-        a = no_warnings(Annotations.from_frame, long_df(label=cat))
+        a = no_warnings(Annotations.from_frame, long_df(label=cat), duplicates="keep")
         assert list(a.classes) == ["yes", "no"]
         # classes= takes precedence over the categories
         b = Annotations.from_frame(long_df(label=cat), classes=["no", "yes"])
@@ -446,7 +447,7 @@ class TestOrderedLevels:
         levels = ["low", "mid", "high"]
         cat = pd.Categorical(["high", "low", "mid", "mid", "high", "low", "low"],
                              categories=levels, ordered=True)
-        a = no_warnings(Annotations.from_frame, long_df(label=cat))
+        a = no_warnings(Annotations.from_frame, long_df(label=cat), duplicates="keep")
         assert list(a.classes) == levels  # not sorted: ['high', 'low', 'mid']
         np.testing.assert_array_equal(a.labels, [2, 0, 1, 1, 2, 0, 0])
 
@@ -458,3 +459,77 @@ class TestOrderedLevels:
             a = Annotations.from_frame(long_df(label=cat))
         assert list(a.classes) == [0, 1, 2, 3]
         np.testing.assert_array_equal(a.class_counts().sum(axis=0), [3, 0, 2, 2])
+
+
+# 13 ------------------------------------------------------ repeated labels, case, float ids
+class TestRepeatedLabels:
+    """Rows that repeat an (item, annotator) pair are counted aloud (issue "Real files
+    in, nothing lost")."""
+
+    def frame(self):
+        # q1 by amy twice with 'yes' (an exact repeat) and bob on q2 with 'no' then 'yes'
+        return pd.DataFrame({"item": ["q1", "q1", "q1", "q2", "q2", "q2", "q1"],
+                             "annotator": ["amy", "bob", "amy", "bob", "amy", "bob", "amy"],
+                             "label": ["yes", "no", "yes", "no", "no", "yes", "yes"]})
+
+    def test_default_warns_with_counts_and_keeps_every_row(self):
+        with pytest.warns(UserWarning) as record:
+            a = Annotations.from_frame(self.frame())
+        (message,) = [str(w.message) for w in record if "repeat" in str(w.message)]
+        assert message.startswith(
+            "2 row(s) repeat an earlier row's item, annotator and label exactly (1 pair(s), "
+            "e.g. item 'q1', annotator 'amy': 'yes', 'yes', 'yes'); 1 (item, annotator) "
+            "pair(s) have different labels on 2 row(s) (e.g. item 'q2', annotator 'bob': "
+            "'no', 'yes').")
+        assert "duplicates='drop'" in message and "duplicates='keep'" in message
+        assert a.n_annotations == 7
+        np.testing.assert_array_equal(a.n_labels(), [4, 3])
+
+    def test_drop_keeps_the_first_of_exact_repeats_and_warns_of_conflicts(self):
+        df = self.frame()
+        with pytest.warns(UserWarning, match=r"dropped 2 row\(s\) .*; kept: 1 \(item, "
+                                             r"annotator\) pair\(s\) have different labels"):
+            a = Annotations.from_frame(df, duplicates="drop")
+        b = no_warnings(Annotations.from_frame, df.drop_duplicates(), duplicates="keep")
+        for name in ("item_idx", "annotator_idx", "labels"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_array_equal(a.n_labels(), [2, 3])
+
+    def test_keep_is_silent_and_error_refuses(self):
+        a = no_warnings(Annotations.from_frame, self.frame(), duplicates="keep")
+        assert a.n_annotations == 7
+        with pytest.raises(ValueError, match=r"^2 row\(s\) repeat .* Pass duplicates='drop'"):
+            Annotations.from_frame(self.frame(), duplicates="error")
+        with pytest.raises(ValueError, match=r"duplicates='twice' is not one of \['warn', "
+                                             r"'keep', 'drop', 'error'\]"):
+            Annotations.from_frame(self.frame(), duplicates="twice")
+
+    def test_a_table_without_repeats_is_silent_and_unchanged(self):
+        df = self.frame().drop_duplicates(["item", "annotator"])
+        a = no_warnings(Annotations.from_frame, df)
+        b = no_warnings(Annotations.from_frame, df, duplicates="error")
+        np.testing.assert_array_equal(a.labels, b.labels)
+
+    def test_continuous_repeats_compare_values(self):
+        df = pd.DataFrame({"item": [1, 1, 1, 2], "annotator": ["a", "a", "b", "a"],
+                           "label": [0.5, 0.5, 2.0, 1.0]})
+        with pytest.warns(UserWarning, match=r"^1 row\(s\) repeat .* item 1, annotator 'a': "
+                                             r"0\.5, 0\.5\)"):
+            Annotations.from_frame(df, continuous=True)
+
+    def test_labels_that_differ_only_in_case_warn(self):
+        df = self.frame().assign(label=["yes", "no", "Yes", "no", "NO", "yes", "yes"])
+        with pytest.warns(UserWarning, match=r"the labels in column 'label': 'yes' and 'Yes'; "
+                                             r"'no' and 'NO' differ only in upper and lower "
+                                             r"case, so they count as different classes"):
+            a = Annotations.from_frame(df, duplicates="keep")
+        assert list(a.classes) == ["NO", "Yes", "no", "yes"]
+
+    def test_float_ids_warn_that_text_ids_may_have_merged(self):
+        df = pd.DataFrame({"item": [7.0, 1.1, 7.0], "annotator": ["a", "a", "b"],
+                           "label": [1, 0, 1]})
+        with pytest.warns(UserWarning, match=r"column 'item' \(the item ids\) holds ids as "
+                                             r"floating-point numbers \(e\.g\. 7\.0\).*Read the "
+                                             r"ids as text"):
+            Annotations.from_frame(df)
+        no_warnings(Annotations.from_frame, df.assign(item=["7.0", "1.10", "7.0"]))

@@ -65,7 +65,13 @@ counts) is written, and ``annotators.csv`` gets, per annotator, the measured
 ``gold_sensitivity`` and ``gold_specificity``) beside the estimates, with
 ``n_gold_labels``; continuous labels get ``gold_rmse``.
 
-Input: ``--sep`` is the labels file's separator (``\\t`` or ``tab`` for tabs);
+Input: item and annotator ids are read as written, as text (``00007`` and
+``7`` are two items, ``NA`` is an id), in the labels, gold and features files
+alike, so ``items.csv`` and ``annotators.csv`` join back to the user's data.
+Rows that repeat an (item, annotator) pair, with the same label or another,
+give a warning with their counts (``--duplicates warn``, the default; ``keep``
+keeps them silently, ``drop`` drops exact repeats, ``error`` refuses the file).
+``--sep`` is the labels file's separator (``\\t`` or ``tab`` for tabs);
 a features or gold file whose header line does not hold it is read with the
 one of ``, ; tab |`` that its header holds. ``--strip`` strips surrounding
 whitespace from ids, labels, ``--classes`` and gold (without it, ids or
@@ -75,7 +81,12 @@ The report (``--out``, created if missing): ``annotators.csv``, ``items.csv``
 (:func:`crowd_models.report.item_table`), ``coefficients.csv`` (with
 features), ``gold_confusion.csv`` (with gold), ``annotators.png`` and
 ``fit.nc``. A folder that is not empty is refused unless ``--force``, which
-replaces the report's files (naming each) and leaves every other file alone.
+replaces the report's files (naming each), removes an earlier report's files
+that this one does not write, and leaves every other file alone. The folder
+is checked before anything is read or fitted. The report is written into a
+new folder beside ``--out`` and moved into place at the end, so the folder
+holds either the whole new report or what it held before: a Ctrl-C, a full
+disk or a crash while writing leaves it as it was.
 
 ``fit.nc`` (an ``xarray.Dataset`` for EM, an ``xarray.DataTree`` for MAP and
 NUTS; write engine h5netcdf) records in its (root) attrs ``crowd_models_version``,
@@ -104,19 +115,25 @@ approximations. The line after the table says which applied.
 Python warnings raised while fitting (e.g. annotators below chance, estimates
 on a boundary) print as one line each on stderr (``warning: ...``). Errors in
 the input print one line on stderr (``crowd-models: error: ...``) and exit
-with status 2, before any fitting; a failure to write the report exits with
-status 1.
+with status 2, before any fitting (a fit too large for the machine's memory
+among them: many thousands of classes, say); a failure to write the report,
+or memory running out all the same, exits with status 1, and Ctrl-C with
+status 130. No traceback is printed: an unexpected error prints one line
+naming a log file in the temporary folder that holds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from crowd_models._parsing import DUPLICATES
 from crowd_models.cli._commands import run_demo, run_fit
 from crowd_models.cli._options import (  # noqa: F401  (the names tests and users reach)
     _VARIANT_KEYWORD,
     EXIT_INPUT,
+    EXIT_INTERRUPTED,
     EXIT_OUTPUT,
     PRIORS,
     VARIANTS,
@@ -168,6 +185,12 @@ def _parser() -> argparse.ArgumentParser:
     data.add_argument("--strip", action="store_true",
                       help="strip surrounding whitespace from ids, labels, --classes and gold "
                            "(default: keep it; ids that differ only in it give a warning)")
+    data.add_argument("--duplicates", choices=DUPLICATES, default="warn",
+                      help="rows that repeat an (item, annotator) pair, with the same label "
+                           "(a file exported or joined twice) or another: warn (default: keep "
+                           "every row, each counted as a label, and say how many), keep (by "
+                           "design: keep them silently), drop (drop exact repeats; conflicting "
+                           "labels are kept, with a warning), error (refuse the file)")
     data.add_argument("--classes",
                       help="comma-separated class order, e.g. 0,1 (default: sorted labels)")
     data.add_argument("--features", help="CSV of item features, item id in the first column")
@@ -252,9 +275,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run the command line ``crowd-models ARGV...`` (default ``sys.argv[1:]``).
 
-    Returns the exit status: 0 on success, 2 for bad input and 1 when the
-    report cannot be written, each error a one-line message on stderr, never a
-    traceback.
+    Returns the exit status: 0 on success, 2 for bad input, 1 when the report
+    cannot be written, memory runs out or anything else fails, and 130 after
+    Ctrl-C; each is one line on stderr, never a traceback (an unexpected error
+    writes its traceback to a log file and names it).
 
     Examples
     --------
@@ -275,3 +299,34 @@ def main(argv=None) -> int:
     except OutputError as err:
         print(f"crowd-models: error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_OUTPUT
+    except KeyboardInterrupt:
+        print("crowd-models: interrupted; the report folder was left as it was",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except MemoryError as err:
+        print(f"crowd-models: error: out of memory ({_one_line(str(err)) or 'MemoryError'}); "
+              f"fit fewer items, annotators or classes, or use a machine with more memory",
+              file=sys.stderr)
+        return EXIT_OUTPUT
+    except Exception as err:  # the last resort: one line, the traceback in a log file
+        print(f"crowd-models: internal error: {type(err).__name__}: {_one_line(str(err))}; "
+              f"the full traceback is in {_crash_log(argv)} (please include it when you report "
+              f"this)", file=sys.stderr)
+        return EXIT_OUTPUT
+
+
+def _crash_log(argv: list[str]) -> str:
+    """Write the current exception's traceback, the version and the command to a
+    new log file in the system's temporary folder; returns its path."""
+    import shlex
+    import tempfile
+    import traceback
+
+    from crowd_models.cli._output import _package_version
+
+    fd, path = tempfile.mkstemp(prefix="crowd-models-error-", suffix=".log")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"crowd_models {_package_version()}\n"
+                     f"command: {shlex.join(['crowd-models', *argv])}\n\n")
+        traceback.print_exc(file=handle)
+    return path

@@ -12,6 +12,7 @@ import pandas as pd
 from crowd_models.cli._input import (
     _check_family_data,
     _check_input_file,
+    _check_memory,
     _load,
     _with_positive,
 )
@@ -35,6 +36,7 @@ from crowd_models.cli._output import (
     _print_diagnostics,
     _write_fit,
     nuts_diagnostics,
+    publish,
 )
 
 
@@ -145,6 +147,8 @@ def run_fit(args, argv=None) -> int:
     for path, what in ((args.features, "features"), (args.gold, "gold")):
         if path:
             _check_input_file(path, what)
+    out = Path(args.out)
+    entries = _check_out(out, args.force)
     progress = _Progress(plan.n_steps(args.method))
     progress.step(f"reading {args.labels}")
     try:
@@ -152,14 +156,13 @@ def run_fit(args, argv=None) -> int:
     except (ValueError, TypeError) as err:
         raise InputError(str(err)) from None
     _check_family_data(ann, plan)
+    _check_memory(ann, plan, args.label)
     ranking = None
     if plan.model == "auto":
         plan, ranking = _auto_plan(ann, plan, args.method, progress)
     if has_positive(plan.model, plan.variant):
         ann = _with_positive(ann, args.positive)
     print(f"      {ann}")
-    out = Path(args.out)
-    entries = _check_out(out, args.force)
 
     from crowd_models.models import MODELS
 
@@ -264,28 +267,37 @@ def _run_method(args, plan, family, ann, options, progress):
 
 
 def _write_report(out: Path, csvs: dict, figure, fit, info: dict) -> None:
-    """The report's files (tables that exist, the figure, fit.nc with ``info``)."""
+    """The report's files (tables that exist, the figure, fit.nc with ``info``),
+    written into a new folder and moved into place whole."""
     from crowd_models._fits import has_laplace
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    saved = fit
+    if has_laplace(fit) and "laplace_approximation" in fit.children:
+        # the draws stay; the Gaussian's covariance (parameters squared) does not
+        saved = fit.copy()
+        del saved["laplace_approximation"]
+
+    def write(folder: Path) -> None:
         for name, table in csvs.items():
             if table is not None:
-                table.to_csv(out / name)
+                table.to_csv(folder / name)
         if figure is not None:
             import matplotlib.pyplot as plt
 
-            figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+            figure.savefig(folder / "annotators.png", dpi=120, bbox_inches="tight")
             plt.close(figure)
-        saved = fit
-        if has_laplace(fit) and "laplace_approximation" in fit.children:
-            # the draws stay; the Gaussian's covariance (parameters squared) does not
-            saved = fit.copy()
-            del saved["laplace_approximation"]
-        _write_fit(saved, out / "fit.nc", info)
+        _write_fit(saved, folder / "fit.nc", info)
+
+    _published(out, write)
+
+
+def _published(out: Path, write) -> None:
+    """``publish`` with a failure to write as the command line's output error."""
+    try:
+        publish(out, write)
     except OSError as err:
         raise OutputError(f"could not write the report to {str(out)!r}: "
-                          f"{err.strerror or err}") from None
+                          f"{err.strerror or err}; nothing in it was changed") from None
 
 
 def _print_results(args, plan, ann, table, items, confusion, coefficients, intervals) -> None:
@@ -350,17 +362,15 @@ def run_demo(args, argv=None) -> int:
             "command": shlex.join(["crowd-models", *(argv or [])]),
             **_diagnostic_attrs(diagnostics), "draws": draws, "tune": tune, "chains": chains,
             "random_seed": 2009}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        summary.to_csv(out / "annotators.csv")
-        report.item_table(idata, ann).to_csv(out / "items.csv")
+    def write(folder: Path) -> None:
+        summary.to_csv(folder / "annotators.csv")
+        report.item_table(idata, ann).to_csv(folder / "items.csv")
         ax = report.plot_annotators(idata, label_top=5)
-        ax.figure.savefig(out / "annotators.png", dpi=120, bbox_inches="tight")
+        ax.figure.savefig(folder / "annotators.png", dpi=120, bbox_inches="tight")
         plt.close(ax.figure)
-        _write_fit(idata, out / "fit.nc", info)
-    except OSError as err:
-        raise OutputError(f"could not write the report to {str(out)!r}: "
-                          f"{err.strerror or err}") from None
+        _write_fit(idata, folder / "fit.nc", info)
+
+    _published(out, write)
     progress.done()
 
     print("\nAccuracy against the gold labels (800 items):")

@@ -26,7 +26,26 @@ def _check_input_file(path: str, what: str) -> None:
         raise InputError(f"{what} file {path!r} cannot be read (permission denied).")
 
 
-def _read_csv(path: str, what: str, **kwargs) -> pd.DataFrame:
+_NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+"""The texts that pandas' ``read_csv`` reads as missing by default (its
+documentation's list): every column but the ids keeps them."""
+
+
+def _read_csv(path: str, what: str, *, ids: tuple = (), first_id: bool = False,
+              **kwargs) -> pd.DataFrame:
+    """A CSV file as a table; the id columns named in ``ids`` (and the first column,
+    with ``first_id``) are read as written: text, never numbers ('00007' and '7'
+    stay two ids), and no id is read as missing ('NA' is an id, '' stays empty)."""
+    if ids or first_id:
+        columns = list(_read_file(path, what, nrows=0, sep=kwargs.get("sep", ",")).columns)
+        text = {c for i, c in enumerate(columns) if c in ids or (first_id and i == 0)}
+        kwargs.update(dtype={c: str for c in text}, keep_default_na=False,
+                      na_values={c: list(_NA_TEXT) for c in columns if c not in text})
+    return _read_file(path, what, **kwargs)
+
+
+def _read_file(path: str, what: str, **kwargs) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **kwargs)
     except FileNotFoundError:
@@ -78,20 +97,6 @@ def _check_columns(df: pd.DataFrame, what: str, columns: dict, sep: str) -> None
                 raise InputError(f"column {col!r} ({role}) is not in the {what}; {hint}.")
 
 
-def _ids_like_labels(ids: pd.Index, df: pd.DataFrame, item: str, what: str) -> pd.Index:
-    """Ids read from another file, converted to the type of the labels' item ids
-    (ids read from two files must compare equal)."""
-    if item not in df.columns:
-        return ids
-    try:
-        return ids.astype(df[item].dtype)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"{what} cannot be read as the type of the labels' {item!r} column "
-            f"({df[item].dtype})."
-        ) from None
-
-
 def _strip_text(values: pd.Series) -> pd.Series:
     return values.map(lambda v: v.strip() if isinstance(v, str) else v)
 
@@ -99,8 +104,8 @@ def _strip_text(values: pd.Series) -> pd.Series:
 def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
     path = args.gold
     sep = _sniff_sep(path, sep)
-    g = _read_csv(path, "gold", sep=sep)
     item = args.gold_item or args.item
+    g = _read_csv(path, "gold", sep=sep, ids=(item,))
     _check_columns(g, f"gold file {path!r}", {"the item ids": item}, sep)
     if item not in g.columns:
         raise InputError(f"gold file {path!r} has no column {item!r} for the item ids (name it "
@@ -120,7 +125,7 @@ def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
         raise InputError(f"--gold-item and --gold-label are both {item!r}; the gold file needs "
                          f"a column of item ids and another of gold labels.")
     ids = g[item]
-    missing = ids.isna().to_numpy()
+    missing = (ids.isna() | ids.astype(str).str.strip().eq("")).to_numpy()
     if missing.any():
         raise InputError(f"gold file {path!r} has no item id on {missing.sum()} row(s), e.g. "
                          f"line(s) {_names(np.flatnonzero(missing)[:5] + 2)}; fill in or drop "
@@ -131,7 +136,7 @@ def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
     if len(dup):
         raise InputError(f"gold file {path!r} lists item(s) {_names(dup.unique())} more than "
                          f"once; give one gold label per item.")
-    index = _ids_like_labels(pd.Index(ids), df, args.item, f"the gold file's {item!r} column")
+    index = pd.Index(ids)
     if args.item in df.columns:
         labelled = df[args.item].dropna()
         labelled = _strip_text(labelled) if args.strip else labelled
@@ -139,10 +144,21 @@ def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
             raise InputError(
                 f"none of the {len(index)} item ids of the gold file {path!r} (column {item!r}, "
                 f"e.g. {_names(index[:3], 3)}) is an item id of the labels (e.g. "
-                f"{_names(pd.unique(labelled)[:3], 3)}); check --gold-item and the ids.")
+                f"{_names(pd.unique(labelled)[:3], 3)}); check --gold-item and the ids"
+                + _as_numbers_hint(index, labelled) + ".")
     values = _gold_like_labels(g[label], df, args.label,
                                f"column {label!r} of the gold file {path!r}", first_line=2)
     return pd.Series(values.to_numpy(), index=index, name="gold")
+
+
+def _as_numbers_hint(ids: pd.Index, labelled: pd.Series) -> str:
+    """A hint when ids that match nothing as written match as numbers ('7.0', '7')."""
+    numbers = pd.to_numeric(pd.Series(ids), errors="coerce")
+    known = pd.to_numeric(labelled, errors="coerce")
+    if not numbers.isin(known.dropna()).any():
+        return ""
+    return ("; they match as numbers only: ids are compared as written (text), so write them "
+            "the same way in both files (e.g. 7, not 7.0 or 007)")
 
 
 def _gold_like_labels(values: pd.Series, df: pd.DataFrame, label: str, what: str,
@@ -208,23 +224,21 @@ def _numeric_classes(names: list[str], label: str) -> list:
 def _load(args, plan: _Plan):
     import crowd_models as cm
 
-    df = _read_csv(args.labels, "labels", sep=plan.sep)
+    df = _read_csv(args.labels, "labels", sep=plan.sep, ids=(args.item, args.annotator))
     _check_columns(df, "labels", {"the item column": args.item,
                                   "the annotator column": args.annotator,
                                   "the label column": args.label}, plan.sep)
     features = None
     if args.features:
-        features = _read_csv(args.features, "features", index_col=0,
+        features = _read_csv(args.features, "features", index_col=0, first_id=True,
                              sep=_sniff_sep(args.features, plan.sep))
-        features.index = _ids_like_labels(features.index, df, args.item,
-                                          "the features' first column (item ids)")
     gold = None
     if args.gold:
         gold = _gold_from_file(args, df, plan.sep)
     elif args.gold_column:
         gold = _gold_from_column(args, df)
     kwargs = dict(item=args.item, annotator=args.annotator, label=args.label,
-                  features=features, gold=gold, strip=args.strip)
+                  features=features, gold=gold, strip=args.strip, duplicates=args.duplicates)
     if args.continuous:
         if args.label in df.columns and not pd.api.types.is_numeric_dtype(df[args.label]):
             values = df[args.label]
@@ -286,6 +300,50 @@ def _check_family_data(ann, plan: _Plan) -> None:
                 raise InputError(
                     f"{prior.flag}: give one concentration or {K} (one per class, in the class "
                     f"order {listing(ann.classes)}), got {len(value)}.")
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory the system could give this process now (None: unknown)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _fit_bytes(n_items: int, n_annotators: int, n_labels: int, n_classes: int) -> int:
+    """A rough upper bound on the memory of a categorical family's fit, in bytes.
+
+    Float64 arrays: an (annotator, class, class) confusion-sized array in about
+    eight copies (prior, expected counts, parameters, and the accelerated EM's
+    iterates), an (item, class) posterior in four, and an (annotation, class)
+    gather in two.
+    """
+    k = n_classes
+    return 8 * (8 * n_annotators * k * k + 4 * n_items * k + 2 * n_labels * k)
+
+
+def _check_memory(ann, plan: _Plan, label: str) -> None:
+    """Refuse, before allocating it, a fit that cannot fit in this machine's memory."""
+    if ann.continuous:
+        return
+    need = _fit_bytes(ann.n_items, ann.n_annotators, ann.n_annotations, ann.n_classes)
+    have = _available_memory()
+    if have is None or need <= have:
+        return
+    k, gib = ann.n_classes, 2.0 ** 30
+    raise InputError(
+        f"--model {plan.model} on {k} classes, {ann.n_annotators} annotators and "
+        f"{ann.n_items} items needs about {need / gib:.1f} GiB of memory (one {k} x {k} "
+        f"confusion matrix per annotator, several times over), and {have / gib:.1f} GiB are "
+        f"available. {k} distinct labels in --label {label!r} are more like ids or "
+        f"measurements than classes: check --label, or pass --continuous for numbers.")
 
 
 def _with_positive(ann, positive: str | None):

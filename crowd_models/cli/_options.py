@@ -14,6 +14,8 @@ import numpy as np
 
 EXIT_INPUT = 2
 EXIT_OUTPUT = 1
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)."""
 
 REPORT_FILES = ("annotators.csv", "items.csv", "coefficients.csv", "gold_confusion.csv",
                 "annotators.png", "fit.nc")
@@ -101,7 +103,9 @@ class _Progress:
 
 # ------------------------------------------------------------------ messages
 _CLI_HINTS = (("strip=True", "--strip"), ("classes=[...]", "--classes"),
-              ("continuous=True", "--continuous"))
+              ("continuous=True", "--continuous"), ("duplicates='drop'", "--duplicates drop"),
+              ("duplicates='keep'", "--duplicates keep"),
+              ("duplicates='error'", "--duplicates error"))
 """Python-API advice in the library's messages and the command line's flag for it."""
 
 

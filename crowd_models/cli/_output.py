@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import shutil
 import sys
+import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +46,12 @@ def _check_out(out: Path, force: bool) -> list[str]:
             if blocked:
                 raise InputError(f"--out {shown!r} holds a folder named {blocked[0]!r} where the "
                                  f"report writes a file; move it or give another folder.")
+            parent = out.resolve().parent
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError(f"--out {shown!r}: the report is written into a new folder "
+                                 f"beside it and then moved into place whole, so its parent "
+                                 f"folder {str(parent)!r} must be writable, and it is not; give "
+                                 f"a folder in a place you can write to.")
             return entries
         parent = out
         while not parent.exists() and parent != parent.parent:
@@ -101,14 +111,84 @@ def _write_fit(fit, path: Path, info: dict) -> None:
 
 def _planned_report(out: Path, entries: list[str], names: list[str]) -> None:
     """Say which files of the folder the report replaces (--force) and which
-    report files of an earlier run stay."""
+    files of an earlier report go, so that the folder holds one report."""
     replaced = [n for n in names if n in entries]
     stale = [n for n in REPORT_FILES if n in entries and n not in names]
     if replaced:
         print("      --force: replacing " + ", ".join(str(out / n) for n in replaced))
     if stale:
-        print("      left in place, not part of this report: "
-              + ", ".join(str(out / n) for n in stale))
+        print("      --force: removing the earlier report's "
+              + ", ".join(str(out / n) for n in stale) + " (not part of this report)")
+
+
+def publish(out: Path, write: Callable[[Path], None]) -> None:
+    """Write a report into a new folder beside ``out``, then move it into place whole.
+
+    ``write(folder)`` writes the report's files into ``folder``. Until the last
+    step ``out`` is untouched, so an interruption (Ctrl-C) or a failure (a full
+    disk) leaves the earlier folder as it was and removes the new one. With
+    ``--force`` over a folder, the files in it that are not report files are
+    carried into the new folder (hard links, else copies) and
+    the two folders are exchanged in one step where the system can (Linux's
+    ``renameat2``), else by two renames.
+    """
+    target = out.resolve()
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.writing-", dir=target.parent))
+    try:
+        write(staging)
+        if not target.exists():
+            mask = os.umask(0)
+            os.umask(mask)
+            staging.chmod(0o777 & ~mask)  # as mkdir would have made it
+            os.rename(staging, target)
+            return
+        for name in sorted(os.listdir(target)):
+            if name not in REPORT_FILES:
+                _carry(target / name, staging / name)
+        shutil.copymode(target, staging)
+        shutil.rmtree(_swap(staging, target), ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # after the swap: the earlier folder
+        raise
+
+
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _carry(src: Path, dst: Path) -> None:
+    """A user's file, link or folder, into the new report folder."""
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    elif src.is_dir():
+        shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
+    else:
+        _link_or_copy(src, dst)
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _swap(new: Path, target: Path) -> Path:
+    """Put the folder ``new`` at ``target``; returns where the replaced folder is."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        renameat2 = None
+    if renameat2 is not None and renameat2(_AT_FDCWD, os.fsencode(new), _AT_FDCWD,
+                                           os.fsencode(target), _RENAME_EXCHANGE) == 0:
+        return new
+    old = target.with_name(f".{target.name}.replaced-{os.getpid()}")
+    os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    return old
 
 
 # ---------------------------------------------------------------- reports

@@ -141,6 +141,7 @@ def load_anesthesia() -> Annotations:
     df = _read("anesthesia", "anesthesia.csv")
     return Annotations.from_frame(
         df, item="item", annotator="rater", label="rating", classes=[1, 2, 3, 4],
+        duplicates="keep",  # rater 1's three ratings of each patient, by design
     )
 
 
@@ -527,7 +528,11 @@ def _gi_split(table, task, classes, x, train, test, pgt_gold) -> dict:
 
 def _zheng(name: str, classes: list) -> Annotations:
     """A data set of Zheng et al. (2017): ``answer.csv.gz`` (item, worker, answer)
-    and ``truth.csv`` (item, truth), gold kept for the items that have labels."""
+    and ``truth.csv`` (item, truth), gold kept for the items that have labels.
+
+    Rows that repeat a (item, worker) pair are kept as published (adult content
+    and relevance have some), so the bundled numbers stay comparable with
+    earlier measurements on these files."""
     answers = _read("zheng2017", name, "answer.csv.gz", compression="gzip")
     answers.columns = ["item", "worker", "label"]
     truth = _read("zheng2017", name, "truth.csv")
@@ -535,7 +540,7 @@ def _zheng(name: str, classes: list) -> Annotations:
     gold = _item_truth(truth, f"zheng2017/{name}/truth.csv")
     gold = gold[gold.index.isin(answers["item"])]
     return Annotations.from_frame(answers, item="item", annotator="worker", label="label",
-                                  classes=classes, gold=gold)
+                                  classes=classes, gold=gold, duplicates="keep")
 
 
 def load_sentiment() -> Annotations:

@@ -574,7 +574,7 @@ def simulated_annotations(item_idx, annotator_idx, label_codes, true_codes, clas
     frame = pd.DataFrame({"item": item_idx, "annotator": names[annotator_idx],
                           "label": class_names[label_codes]})
     ann = Annotations.from_frame(
-        frame, classes=list(classes), features=features,
+        frame, classes=list(classes), features=features, duplicates="keep",
         gold=pd.Series(class_names[true_codes], index=np.arange(len(true_codes))))
     used = {d for dims, _ in truth.values() for d in dims}
     coords = {k: v for k, v in ann.coords().items() if k in used} | {D.ANNOTATOR: names}

@@ -1015,7 +1015,7 @@ def _simulated_annotations(item_idx, annotator_idx, labels, true_values, feature
     frame = pd.DataFrame({"item": item_idx, "annotator": names[annotator_idx],
                           "label": labels})
     ann = Annotations.from_frame(
-        frame, features=features, continuous=True,
+        frame, features=features, continuous=True, duplicates="keep",
         gold=pd.Series(true_values, index=np.arange(len(true_values))))
     used = {d for dims, _ in truth.values() for d in dims}
     coords = {k: v for k, v in ann.coords().items() if k in used} | {D.ANNOTATOR: names}

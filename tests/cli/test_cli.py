@@ -507,9 +507,10 @@ def test_gold_file_scores_the_fit_and_the_annotators(small_csv, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     # gold with ids that have no labels is fine: the parser's warning is one line
+    # (the ids as the files write them: text)
     warned = _warning_lines(captured.err)
-    assert warned == ["warning: gold holds 2 item id(s) that have no labels (e.g. 1000, 1001); "
-                      "they are ignored."]
+    assert warned == ["warning: gold holds 2 item id(s) that have no labels (e.g. '1000', "
+                      "'1001'); they are ignored."]
     assert "UserWarning" not in captured.err and ".py:" not in captured.err
     fit = two_coin.em(sim)
     expected = report.accuracy(fit, sim)

@@ -180,7 +180,8 @@ CASES = [
      r"--positive names the positive class of a binary model .*--model dawid-skene "
      r"--variant pooled has no positive class"),
     (["labels.csv", *EM, "--gold", "gold_text.csv"],
-     r"the gold file's 'item' column cannot be read as the type of the labels' 'item' column"),
+     r"none of the 40 item ids of the gold file '.*gold_text.csv' \(column 'item', e.g. id0, "
+     r"id1, id2\) is an item id of the labels \(e.g. 0, 1, 2\); check --gold-item"),
 ]
 
 
@@ -270,7 +271,9 @@ def test_non_empty_out_needs_force_and_force_names_what_it_replaces(files, tmp_p
                      captured.err)
     assert "EM (reference fit)" not in captured.out
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    # --force replaces the report's files, says so, and leaves the rest alone
+    # --force replaces the report's files, says so, and leaves the rest alone; an
+    # earlier report's file that this report does not write goes, so that the
+    # folder holds one report
     (out / "notes.txt").write_text("mine\n")
     (out / "coefficients.csv").write_text("from an earlier run\n")
     assert main([*base, "--force"]) == 0
@@ -279,17 +282,17 @@ def test_non_empty_out_needs_force_and_force_names_what_it_replaces(files, tmp_p
     for name in ("annotators.csv", "items.csv", "annotators.png", "fit.nc"):
         assert str(out / name) in replaced
     assert "notes.txt" not in printed.replace("wrote:", "")
-    stale = next(line for line in printed.splitlines() if "left in place" in line)
+    stale = next(line for line in printed.splitlines() if "removing the earlier" in line)
     assert str(out / "coefficients.csv") in stale
     assert (out / "notes.txt").read_text() == "mine\n"
-    assert (out / "coefficients.csv").read_text() == "from an earlier run\n"
+    assert not (out / "coefficients.csv").exists()
 
 
 def test_force_into_an_empty_or_new_folder_is_quiet(files, tmp_path, capsys):
     out = tmp_path / "new"
     assert main(["fit", str(files / "labels.csv"), *EM, "--out", str(out), "--force"]) == 0
     printed = capsys.readouterr().out
-    assert "replacing" not in printed and "left in place" not in printed
+    assert "replacing" not in printed and "removing" not in printed
 
 
 def test_argparse_errors_are_one_line(capsys):
