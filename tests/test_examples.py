@@ -11,11 +11,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # One Example per public module: the module's main function where its Example
-# runs in about a second or less, else a cheaper one of the same module. Those
-# that fit a compiled model (inference, report.forest) fit the two-coin model on
-# RTE, which the suite compiles anyway. Left out: dawid_skene.empirical_spread
-# (3 s) for em, item_difficulty.em (6 s) for simulate_irt, and the two modules
-# below, whose every Example takes 15 s or more.
+# runs in about a second or less (times from a tools/examples.py loop on 2
+# cores), else a cheaper one of the same module: dawid_skene.em rather than
+# empirical_spread (3 s), item_difficulty.simulate_irt rather than em (6 s).
+# The two that fit a compiled model (inference.fit_map, report.forest_draws,
+# 2-3 s each) fit the two-coin model on RTE, a graph the suite's fixtures
+# compile anyway. LEFT_OUT: the modules whose every Example takes 15 s or more.
 FAST = [
     "auto.family_of",
     "baselines.majority_vote",
