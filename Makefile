@@ -15,8 +15,9 @@ export UV_PYTHON_DOWNLOADS := never
 demo: .venv/.synced
 	$(UV) run --no-sync crowd-models demo
 
+# pyproject's addopts leave the validate tier out: `pytest` alone runs the same
 test: .venv/.synced
-	$(UV) run --no-sync pytest -m "not validate"
+	$(UV) run --no-sync pytest
 
 test-fast: .venv/.synced
 	$(UV) run --no-sync pytest -m "not slow and not validate"
@@ -37,7 +38,8 @@ case-studies: .venv/.synced
 	for script in case_studies/[!_]*.py; do $(UV) run --no-sync python $$script || exit 1; done
 
 # runs the Example of every public function's docstring (about 6 minutes); the
-# suite checks only that each exists, parses and defines the names it uses
+# suite checks that each exists, parses and defines the names it uses, and runs
+# one per public module (tests/test_examples.py)
 examples: .venv/.synced
 	$(UV) run --no-sync python tools/examples.py $(EXAMPLES_ARGS)
 

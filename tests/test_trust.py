@@ -125,9 +125,7 @@ def test_estimates_on_the_boundary_warn():
 def test_near_constant_continuous_annotator_warns():
     rng = np.random.default_rng(5)
     sim = continuous.simulate(np.full(5, 1.0), n_items=120, rng=rng)
-    frame = sim.to_frame() if hasattr(sim, "to_frame") else None
-    if frame is None:
-        pytest.skip("Annotations has no to_frame")
+    frame = sim.to_frame()
     frame.loc[frame["annotator"] == frame["annotator"].iloc[0], "label"] = 0.0
     ann = Annotations.from_frame(frame, continuous=True)
     with pytest.warns(UserWarning, match=r"1 annotator\(s\) give \(nearly\) the same value"):

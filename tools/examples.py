@@ -5,9 +5,9 @@ fresh namespace that holds only ``cm`` (``import crowd_models as cm``), so an
 example must define every other name it uses. Printed values are not compared
 (fits differ in their last digits across machines); an example passes when
 its code runs. ``--only NAME`` runs the examples whose qualified name contains
-NAME. ``make examples`` calls it; the test suite checks only that every
-public function has an example and that each one parses
-(``tests/test_house.py``).
+NAME. ``make examples`` calls it; the test suite checks that every public
+function has an example and that each one parses (``tests/test_house.py``),
+and runs one example per public module (``tests/test_examples.py``).
 """
 
 from __future__ import annotations
