@@ -36,6 +36,7 @@ from crowd_models.cli._output import (
     _write_fit,
     nuts_diagnostics,
 )
+from crowd_models.models import _registry
 
 
 # --------------------------------------------------------------- commands
@@ -94,11 +95,7 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
             f"approximations, --method nuts for the posterior")
 
 
-_AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
-                "dawid_skene": ("dawid-skene", "full"), "pooled": ("dawid-skene", "pooled"),
-                "spammer": ("spammer", ""),
-                "item_difficulty": ("item-difficulty", "fixed"), "irt": ("item-difficulty", "irt"),
-                "ordinal": ("ordinal", "latent")}
+_AUTO_MODELS = {r.choice.name: (r.cli, r.variant) for r in _registry.candidates()}
 """``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
 
 
