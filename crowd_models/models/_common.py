@@ -135,7 +135,7 @@ def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
                  if p.kind is p.KEYWORD_ONLY and p.name not in EM_CONTROLS]
         missing = [name for name in names if name not in arguments]
         if missing:
-            raise TypeError(f"{family}.em takes {listing(missing)}, which {family}.build_model "
+            raise TypeError(f"{family}.em takes {', '.join(missing)}, which {family}.build_model "
                             f"does not: add them to build_model so that fit_map's EM "
                             f"comparison uses the model's own.")
         model.crowd_em = partial(em, annotations, **{name: arguments[name] for name in names})
