@@ -111,6 +111,7 @@ class Variant:
 # Each draws a table from prior values with the family's own simulate:
 # table(family module, values, design, features, rng).
 def _two_coin_table(family, values, design, features, rng):
+    """Two-coin labels (from the features' classifier when the design has features)."""
     per = design["labels_per_item"]
     if features is not None:
         return family.simulate(values["sensitivity"], values["specificity"], features=features,
@@ -122,12 +123,14 @@ def _two_coin_table(family, values, design, features, rng):
 
 
 def _dawid_skene_table(family, values, design, features, rng):
+    """Dawid-Skene labels from each annotator's confusion."""
     return family.simulate(values["confusion"], n_items=design["n_items"],
                            prevalence=values["prevalence"],
                            labels_per_item=design["labels_per_item"], rng=rng)
 
 
 def _spammer_table(family, values, design, features, rng):
+    """Spammer (MACE) labels from trust and spam shares."""
     return family.simulate(values["trustworthiness"], n_items=design["n_items"],
                            spam_share=values["spam_share"], n_classes=design["n_classes"],
                            prevalence=values["prevalence"],
@@ -135,18 +138,21 @@ def _spammer_table(family, values, design, features, rng):
 
 
 def _glad_table(family, values, design, features, rng):
+    """Item-difficulty (GLAD) labels from abilities and easiness."""
     return family.simulate(values["ability"], values["easiness"], n_classes=design["n_classes"],
                            prevalence=values["prevalence"],
                            labels_per_item=design["labels_per_item"], rng=rng)
 
 
 def _irt_table(family, values, design, features, rng):
+    """Item-difficulty IRT labels (two classes)."""
     return family.simulate_irt(values["ability"], values["bias"], values["difficulty"],
                                values["easiness"], prevalence=float(values["prevalence"][1]),
                                labels_per_item=design["labels_per_item"], rng=rng)
 
 
 def _latent_ordinal_table(family, values, design, features, rng):
+    """Latent ordinal levels from biases, noise and level spacing."""
     return family.simulate(variant="latent", n_items=design["n_items"],
                            n_classes=design["n_classes"], bias=values["bias"],
                            noise=values["noise"], level_spacing=values["level_spacing"],
@@ -155,6 +161,7 @@ def _latent_ordinal_table(family, values, design, features, rng):
 
 
 def _continuous_table(family, values, design, features, rng, noise="gaussian"):
+    """Continuous labels with the case's noise."""
     return family.simulate(values["precision"], bias=values.get("bias"),
                            n_items=design["n_items"], intercept=float(values["intercept"]),
                            truth_precision=float(values["truth_precision"]),
@@ -162,10 +169,12 @@ def _continuous_table(family, values, design, features, rng, noise="gaussian"):
 
 
 def _student_t_table(family, values, design, features, rng):
+    """Continuous labels with Student-t noise."""
     return _continuous_table(family, values, design, features, rng, noise="student_t")
 
 
 def _feature_accuracy_table(family, values, design, features, rng):
+    """Feature-accuracy labels on the design's fixed features."""
     return family.simulate(features=features, coef=values["coef"],
                            intercept=float(values["intercept"]), mechanism="model",
                            accuracy_intercept=values["accuracy_intercept"],
