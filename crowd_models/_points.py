@@ -13,6 +13,7 @@ import xarray as xr
 from crowd_models import _compiled
 from crowd_models import _dims as D
 from crowd_models._fits import posterior_of
+from crowd_models._text import warn
 
 BOUNDARY = 1e-10
 """Start values on a boundary of their support are moved this far inside."""
@@ -336,7 +337,31 @@ def _point_tree(model: pm.Model, value_parts) -> xr.DataTree:
     post, ll = _point_outputs(model, value_parts)
     groups = {"posterior": xr.DataTree(_group(model, post, (D.CHAIN, D.DRAW))),
               "log_likelihood": xr.DataTree(_group(model, ll, (D.CHAIN, D.DRAW)))}
-    return xr.DataTree(children={**groups, **_data_groups(model)})
+    tree = xr.DataTree(children={**groups, **_data_groups(model)})
+    tree.attrs.update(family_attrs(model))
+    return tree
+
+
+def family_attrs(model: pm.Model) -> dict:
+    """The ``family`` and ``variant`` a family's factory recorded on the model
+    (``model.crowd_family``), as a fit's attrs; none for a model without it."""
+    recorded = getattr(model, "crowd_family", None)
+    return {} if recorded is None else {"family": recorded[0], "variant": recorded[1]}
+
+
+def check_protocol(model: pm.Model) -> None:
+    """Warn when a model that observes ``item_labels``, as every family's does, has
+    lost the hooks its factory attached (a model rebuilt by ``pm.do`` or
+    ``pm.observe`` keeps none)."""
+    if hasattr(model, "crowd_family") or D.OBSERVED not in {
+            v.name for v in model.observed_RVs}:
+        return
+    warn(f"this model observes {D.OBSERVED!r} like a crowd_models family's but carries none "
+         f"of the hooks its factory attached (crowd_start, crowd_em, crowd_family), as a "
+         f"model rebuilt by pm.do or pm.observe does: fit_map starts at PyMC's initial "
+         f"point, skips the comparison with the family's EM, and the fit records no family. "
+         f"Pass start= (the original model's crowd_start, or an EM fit), or set the new "
+         f"model's crowd_start and crowd_family from the original's.")
 
 
 def _check_count(value, name: str, minimum: int) -> int:

@@ -1,6 +1,8 @@
-"""The cases of the calibration study: for each family and variant it checks, the
-keywords it is built with, which fits summarise its posterior, its label kind
-and features, and the hooks that simulate a table from prior draws, fold a
+"""The cases of the calibration study, read from the families' registry
+(``models._registry``: each record's ``sbc`` cases): for each family and
+variant it checks, the keywords it is built with, which fits summarise its
+posterior, its label kind and features; and the hooks that simulate a table
+from prior draws (the case's table function on the family's module), fold a
 mirrored truth and draw continuous labels' true values (see
 :mod:`crowd_models.validation`, which runs them).
 """
@@ -15,6 +17,7 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._text import listing
 from crowd_models.data import Annotations
+from crowd_models.models import _registry
 
 DESIGN_DEFAULTS = {"n_items": 60, "n_annotators": 6, "labels_per_item": 3, "n_classes": 2}
 """The small design of the study (``design=`` overrides any of these keys)."""
@@ -23,38 +26,26 @@ DESIGN_DEFAULTS = {"n_items": 60, "n_annotators": 6, "labels_per_item": 3, "n_cl
 TRUE_VALUE = "true_value"
 
 
-def _row(options=None, *, em=True, laplace=None, labels="classes", features=0) -> dict:
+_LABELS = {"binary": "binary", "categorical": "classes", "ordered": "classes",
+           "continuous": "continuous"}
+"""The study's label kinds ("binary", "classes", "continuous") by a record's ``labels``."""
+
+
+def _row(record, case) -> dict:
     """One case: ``options`` (keywords of build_model and em), ``em`` (the family
     has an EM), ``laplace`` (its MAP plus Laplace summarises the posterior:
-    ``fit="map"``), ``labels`` ("binary", "classes" or "continuous") and
-    ``features`` (the design's default number of features)."""
-    return {"options": options or {}, "em": em, "laplace": em if laplace is None else laplace,
-            "labels": labels, "features": features}
+    ``fit="map"``), ``labels`` ("binary", "classes" or "continuous"),
+    ``features`` (the design's default number of features), and the registry's
+    ``record`` and ``case``."""
+    return {"options": dict(case.options), "em": record.has_em,
+            "laplace": record.has_em if case.laplace is None else case.laplace,
+            "labels": _LABELS[record.labels], "features": case.features,
+            "record": record, "case": case}
 
 
 def all_cases():
-    """(family, variant) -> its case (:func:`_row`)."""
-    unit = {"label_scale": 1.0}  # the continuous priors in fixed units, not the labels' sd
-    return {
-        ("two_coin", None): _row(labels="binary"),
-        ("two_coin", "features"): _row(labels="binary", features=2),
-        ("dawid_skene", "full"): _row({"variant": "full"}),
-        ("dawid_skene", "one_coin"): _row({"variant": "one_coin"}),
-        ("dawid_skene", "pooled"): _row({"variant": "pooled", "spread": 1.0}),
-        ("dawid_skene", "hierarchical"): _row({"variant": "hierarchical"}, em=False),
-        ("spammer", None): _row(),
-        ("item_difficulty", "fixed"): _row({"variant": "fixed"}),
-        ("item_difficulty", "hierarchical"): _row({"variant": "hierarchical"}, em=False),
-        ("item_difficulty", "irt"): _row({"variant": "irt"}, labels="binary"),
-        ("ordinal", "latent"): _row({"variant": "latent"}, em=False),
-        ("continuous", "gaussian"): _row(unit, labels="continuous"),
-        ("continuous", "bias"): _row({**unit, "bias": True}, labels="continuous"),
-        ("continuous", "student_t"): _row({**unit, "noise": "student_t"}, em=False,
-                                          labels="continuous"),
-        # the lasso's MAP puts coefficients at exactly zero, where the Laplace
-        # approximation has no curvature: its intervals are not the posterior's
-        ("feature_accuracy", None): _row(laplace=False, labels="binary", features=2),
-    }
+    """(family, variant) -> its case (:func:`_row`), from the registry's records."""
+    return {key: _row(record, case) for key, (record, case) in _registry.sbc_cases().items()}
 
 
 def find_case(family: str, variant):
@@ -118,49 +109,11 @@ def _features(design: dict):
 
 # ------------------------------------------------------------ simulation
 def simulate_table(family: str, variant, values: dict, design: dict, rng) -> Annotations:
-    """A label table from parameter values drawn from the prior (simulation order)."""
-    module = import_module(f"crowd_models.models.{family}")
-    n, k, per = design["n_items"], design["n_classes"], design["labels_per_item"]
-    X = _features(design)
-    if family == "two_coin" and X is not None:
-        return module.simulate(values["sensitivity"], values["specificity"], features=X,
-                               coef=values["coef"], intercept=float(values["intercept"]),
-                               labels_per_item=per, rng=rng)
-    if family == "two_coin":
-        return module.simulate(values["sensitivity"], values["specificity"], n_items=n,
-                               prevalence=float(values["prevalence"]), labels_per_item=per,
-                               rng=rng)
-    if family == "feature_accuracy":
-        return module.simulate(features=X, coef=values["coef"],
-                               intercept=float(values["intercept"]), mechanism="model",
-                               accuracy_intercept=values["accuracy_intercept"],
-                               accuracy_coef=values["accuracy_coef"], labels_per_item=per,
-                               rng=rng)
-    if family == "continuous":
-        return module.simulate(values["precision"], bias=values.get("bias"), n_items=n,
-                               intercept=float(values["intercept"]),
-                               truth_precision=float(values["truth_precision"]),
-                               labels_per_item=per, noise=variant if variant == "student_t"
-                               else "gaussian", rng=rng)
-    if family == "dawid_skene":
-        return module.simulate(values["confusion"], n_items=n, prevalence=values["prevalence"],
-                               labels_per_item=per, rng=rng)
-    if family == "spammer":
-        return module.simulate(values["trustworthiness"], n_items=n,
-                               spam_share=values["spam_share"], n_classes=k,
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    if family == "item_difficulty" and variant == "irt":
-        return module.simulate_irt(values["ability"], values["bias"], values["difficulty"],
-                                   values["easiness"], prevalence=float(values["prevalence"][1]),
-                                   labels_per_item=per, rng=rng)
-    if family == "item_difficulty":
-        return module.simulate(values["ability"], values["easiness"], n_classes=k,
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    if family == "ordinal":
-        return module.simulate(variant="latent", n_items=n, n_classes=k, bias=values["bias"],
-                               noise=values["noise"], level_spacing=values["level_spacing"],
-                               prevalence=values["prevalence"], labels_per_item=per, rng=rng)
-    raise AssertionError(family)
+    """A label table from parameter values drawn from the prior (simulation order),
+    by the case's table function on the family's module."""
+    case = find_case(family, variant)[1]
+    module = import_module(case["record"].module_name)
+    return case["case"].table(module, values, design, _features(design), rng)
 
 
 def template_table(family: str, variant, design: dict) -> Annotations:
@@ -178,10 +131,7 @@ def template_table(family: str, variant, design: dict) -> Annotations:
               "accuracy_intercept": np.full(j, 2.0),
               "accuracy_coef": np.zeros(design["n_features"]), "precision": np.full(j, 4.0),
               "truth_precision": 1.0}
-    if family == "two_coin":
-        values["prevalence"] = 0.5
-    if family == "continuous" and variant != "bias":
-        del values["bias"]  # the continuous model without biases
+    values.update(find_case(family, variant)[1]["case"].template)
     return simulate_table(family, variant, values, design, np.random.default_rng(0))
 
 

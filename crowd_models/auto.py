@@ -53,6 +53,7 @@ k values are high, and the table counts them (``high_k``). DEVELOPING.md,
 from __future__ import annotations
 
 import warnings
+from importlib import import_module
 
 import numpy as np
 import pandas as pd
@@ -61,25 +62,21 @@ from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing, warn
 from crowd_models.data import Annotations
 from crowd_models.inference import fit_map, sample
-from crowd_models.models import dawid_skene, item_difficulty, ordinal, spammer, two_coin
+from crowd_models.models import _registry, ordinal
 
-CANDIDATES = {
-    "two_coin": (two_coin, {}, lambda K: 2),
-    "one_coin": (dawid_skene, {"variant": "one_coin"}, lambda K: 1),
-    "spammer": (spammer, {}, lambda K: K),  # trust and K - 1 free spam shares
-    "item_difficulty": (item_difficulty, {}, lambda K: 1),
-    "dawid_skene": (dawid_skene, {}, lambda K: K * (K - 1)),
-    "pooled": (dawid_skene, {"variant": "pooled"}, lambda K: K * (K - 1)),
-    "irt": (item_difficulty, {"variant": "irt"}, lambda K: 2),  # ability and bias
-    "ordinal": (ordinal, {"variant": "latent"}, lambda K: 2),  # bias and noise
-}
+_CHOICES = _registry.candidates()
+
+CANDIDATES = {r.choice.name: (import_module(r.module_name),
+                              {r.keyword: r.variant} if r.keyword else {}, r.choice.params)
+              for r in _CHOICES}
 """Name -> (family module, keywords of its ``em``/``build_model``, parameters per
-annotator as a function of the number of classes K)."""
+annotator as a function of the number of classes K): the registry's records
+with a model-choice role (``models._registry``), in their comparison order."""
 
-BINARY = ("two_coin", "irt")
+BINARY = tuple(r.choice.name for r in _CHOICES if r.labels == "binary")
 """The candidates for two classes only."""
 
-ON_REQUEST = ("irt",)
+ON_REQUEST = tuple(r.choice.name for r in _CHOICES if r.choice.on_request)
 """Candidates compared only when named in ``candidates=``: the item-difficulty
 model's IRT variant never had the best held-out score among the candidates of
 :data:`SHARING` on the binary sets and crowds of ``benchmarks/model_choice.py``,
@@ -87,7 +84,7 @@ and its fits (an inner L-BFGS over every item's difficulty and
 discrimination; a NUTS fit for criterion ``"loo"``) would cost more than the
 other candidates together."""
 
-ORDERED = ("ordinal",)
+ORDERED = tuple(r.choice.name for r in _CHOICES if r.labels == "ordered")
 """Candidates for ordered levels: compared by default when ``ordered=True``, or
 when named in ``candidates=`` (the classes must then be integer levels in
 increasing order). They have no EM: the held-out criteria fit them by MAP
@@ -96,7 +93,7 @@ increasing order). They have no EM: the held-out criteria fit them by MAP
 below the pooled Dawid-Skene model's (by 0.05 and 0.04 per label), and so was
 its accuracy."""
 
-NO_EM = ("ordinal",)
+NO_EM = tuple(r.choice.name for r in _CHOICES if not r.has_em)
 """Candidates without an EM (the latent ordinal model): fitted by
 :func:`crowd_models.fit_map` wherever the others are fitted by EM."""
 
@@ -109,7 +106,7 @@ NUTS_DEFAULTS = {"draws": 500, "tune": 500, "chains": 4}
 """The NUTS settings of criterion ``"loo"``: 2,000 draws for PSIS, half the
 iterations of :func:`crowd_models.sample`'s defaults; ``nuts=`` overrides them."""
 
-SHARING = ("pooled", "spammer", "item_difficulty", "irt", "ordinal")
+SHARING = tuple(r.choice.name for r in _CHOICES if r.choice.sharing)
 """The candidates criterion ``"sharing"`` chooses among (when any is a candidate)."""
 
 

@@ -45,6 +45,8 @@ from crowd_models._points import (
     _point_outputs,
     _point_tree,
     _unconstrained_start,
+    check_protocol,
+    family_attrs,
     functions_of,
 )
 from crowd_models._samplers import (  # noqa: F401
@@ -147,6 +149,7 @@ def fit_map(
     method = _check_method(method, {**options, **explicit})
     gtol = 1e-9 if gtol is None else gtol
     t0 = time.perf_counter()
+    check_protocol(model)
     fns = functions_of(model)
     fns.progressbar = bool(progressbar)
     compare = compare_em and start is None and callable(getattr(model, "crowd_em", None))
@@ -273,7 +276,8 @@ def laplace_fit(fit) -> xr.DataTree:
         if name in fit.children:
             groups[name] = xr.DataTree(fit[name].to_dataset())
     out = xr.DataTree(children=groups)
-    out.attrs.update(method="laplace", map_log_posterior=fit.attrs.get("log_posterior"))
+    out.attrs.update(method="laplace", map_log_posterior=fit.attrs.get("log_posterior"),
+                     **{key: fit.attrs[key] for key in ("family", "variant") if key in fit.attrs})
     return out
 
 
@@ -370,7 +374,7 @@ def sample(
         **_data_groups(model),
     })
     idata.attrs.update(method="nuts", nuts_sampler=nuts_sampler,
-                       sampling_seconds=sampling_seconds)
+                       sampling_seconds=sampling_seconds, **family_attrs(model))
     if "item_class_prob" in idata.posterior and reference is not None and (
             "item_class_prob" in posterior_of(reference)):
         switched = label_switched_chains(idata, reference)

@@ -32,6 +32,7 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._text import warn
 from crowd_models.data import Annotations
+from crowd_models.models import _registry
 
 __all__ = [
     "disagreement", "expected_disagreement", "split_items", "kfold_items",
@@ -281,15 +282,15 @@ def _likelihood_kind(name: str, fit) -> str:
     if post.sizes.get("chain", 1) * post.sizes.get("draw", 1) < 2:
         raise ValueError(f"fit {name!r} has a single draw (an EM or MAP fit); compare needs "
                          f"posterior draws from crowd_models.sample.")
-    constant = fit.children.get("constant_data")
-    if constant is not None and "row_features" in constant.data_vars:
-        return "features"
-    if "exceed_prob" in post.data_vars or (
-            "sensitivity" in post.data_vars and "threshold" in post["sensitivity"].dims):
-        return "composite"
-    if "true_class" not in post.coords:
-        return "continuous"
-    return "categorical"
+    record = _registry.find(fit.attrs.get("family"), fit.attrs.get("variant", ""))
+    if record is None:
+        raise ValueError(f"fit {name!r} does not record a known family and variant "
+                         f"(attrs['family'] = {fit.attrs.get('family')!r}, attrs['variant'] = "
+                         f"{fit.attrs.get('variant')!r}), which crowd_models.sample copies from a "
+                         f"family's model. For a model rebuilt by pm.do or pm.observe, set "
+                         f"fit.attrs['family'] and fit.attrs['variant'] to its family's (e.g. "
+                         f"'two_coin' and '').")
+    return record.likelihood_kind
 
 
 _KIND_TEXT = {

@@ -63,7 +63,14 @@ def _fake(kind, n_items=5, labels=None):
     if kind == "features":
         groups["constant_data"] = xr.Dataset({"row_features": (("annotation", "feature"),
                                                                np.zeros((3, 2)))})
-    return xr.DataTree.from_dict(groups)
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs.update(family=FAMILY_OF_KIND[kind][0], variant=FAMILY_OF_KIND[kind][1])
+    return tree
+
+
+FAMILY_OF_KIND = {"categorical": ("dawid_skene", "full"), "continuous": ("continuous", "gaussian"),
+                  "composite": ("ordinal", "cumulative"), "features": ("stacked_gaussian", "")}
+"""The (family, variant) a fit of each likelihood kind records, as sample copies it."""
 
 
 @pytest.mark.parametrize("other, text", [

@@ -38,6 +38,7 @@ from crowd_models.cli._output import (
     nuts_diagnostics,
     publish,
 )
+from crowd_models.models import _registry
 
 
 # --------------------------------------------------------------- commands
@@ -96,11 +97,7 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
             f"approximations, --method nuts for the posterior")
 
 
-_AUTO_MODELS = {"two_coin": ("two-coin", ""), "one_coin": ("dawid-skene", "one_coin"),
-                "dawid_skene": ("dawid-skene", "full"), "pooled": ("dawid-skene", "pooled"),
-                "spammer": ("spammer", ""),
-                "item_difficulty": ("item-difficulty", "fixed"), "irt": ("item-difficulty", "irt"),
-                "ordinal": ("ordinal", "latent")}
+_AUTO_MODELS = {r.choice.name: (r.cli, r.variant) for r in _registry.candidates()}
 """``crowd_models.auto`` candidate -> (``--model``, ``--variant``)."""
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from crowd_models.models import _registry
+
 EXIT_INPUT = 2
 EXIT_OUTPUT = 1
 EXIT_INTERRUPTED = 130
@@ -21,37 +23,30 @@ REPORT_FILES = ("annotators.csv", "items.csv", "coefficients.csv", "gold_confusi
                 "annotators.png", "fit.nc")
 """Every file a report may write; ``--force`` replaces these and nothing else."""
 
-VARIANTS = {
-    "two-coin": (),
-    "dawid-skene": ("pooled", "full", "one_coin", "hierarchical"),
-    "ordinal": ("cumulative", "latent"),
-    "continuous": ("gaussian", "student_t"),
-    "feature-accuracy": (),
-    "spammer": (),
-    "item-difficulty": ("fixed", "hierarchical", "irt", "irt_hierarchical"),
-    "auto": (),
-}
+VARIANTS = {**_registry.cli_variants(), "auto": ()}
 """``--variant`` names per ``--model``, the default first (the families'
-``VARIANTS``; for continuous, its ``NOISES``). The command line's Dawid-Skene
+``VARIANTS``; for continuous, its ``NOISES``), from the registry
+(``models._registry``). The command line's Dawid-Skene
 default is the pooled variant (the Python function's is ``"full"``, the
 textbook model): on the bundled sets it is the more accurate (DEVELOPING.md,
 "Pooled Dawid-Skene")."""
 
-_VARIANT_KEYWORD = {"dawid-skene": "variant", "ordinal": "variant", "continuous": "noise",
-                    "item-difficulty": "variant"}
+_VARIANT_KEYWORD = {r.cli: r.keyword for r in _registry.REGISTRY if r.cli and r.keyword}
 """The keyword of ``build_model``/``em`` that takes the variant."""
 
-WITHOUT_EM = frozenset({("dawid-skene", "hierarchical"), ("ordinal", "latent"),
-                        ("continuous", "student_t"), ("item-difficulty", "hierarchical"),
-                        ("item-difficulty", "irt_hierarchical")})
+WITHOUT_EM = frozenset(key for key, r in _registry.cli_records().items() if not r.has_em)
 """(model, variant) pairs whose family has no EM: MAP or NUTS only."""
 
 NUTS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
-BINARY_MODELS = ("two-coin", "feature-accuracy")
+_RECORDS = _registry.cli_records()
+
+BINARY_MODELS = tuple(model for model in _registry.cli_variants()
+                      if all(r.positive for (m, _), r in _RECORDS.items() if m == model))
 """Families with a positive class (``--positive``)."""
 
-BINARY_VARIANTS = (("item-difficulty", "irt"), ("item-difficulty", "irt_hierarchical"))
+BINARY_VARIANTS = tuple(key for key, r in _RECORDS.items()
+                        if r.positive and key[0] not in BINARY_MODELS)
 """(model, variant) pairs of other families that have a positive class."""
 
 

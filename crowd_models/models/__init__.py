@@ -2,7 +2,9 @@
 
 The family modules load on first use (``crowd_models.models.two_coin`` or
 ``from crowd_models.models import two_coin``), as does ``MODELS``, the
-registry of the command line: ``--model`` name -> family module. ``ordinal``
+command line's ``--model`` name -> family module; ``MODEL_NAMES`` are those
+names. Both derive from ``_registry.REGISTRY``, the record of every (family,
+variant). ``ordinal``
 there is the cumulative binary variant (one sensitivity and specificity per
 annotator and threshold); ``feature-accuracy`` needs features and takes
 ``--penalty``; ``spammer`` (MACE) and ``item-difficulty`` (GLAD) take no
@@ -16,29 +18,26 @@ family: it fits the stacked family's base learners.
 
 from importlib import import_module
 
-_MODULE_OF = {"two-coin": "two_coin", "dawid-skene": "dawid_skene", "ordinal": "ordinal",
-              "continuous": "continuous", "feature-accuracy": "feature_accuracy",
-              "spammer": "spammer", "item-difficulty": "item_difficulty"}
-
-MODEL_NAMES = tuple(_MODULE_OF)
-"""The command line's ``--model`` names, without importing the families."""
+from crowd_models.models import _registry
 
 __all__ = ["MODELS", "MODEL_NAMES", "continuous", "dawid_skene", "feature_accuracy",
            "item_difficulty", "ordinal", "spammer", "stacked_gaussian", "two_coin"]
 
 
 def __getattr__(name: str):
+    # MODEL_NAMES (the command line's ``--model`` names, without importing the
+    # families) and MODELS (name -> family module) are read from the registry
+    # at each access
+    if name == "MODEL_NAMES":
+        return tuple(_registry.cli_modules())
     if name == "MODELS":
-        value = {key: import_module(f"crowd_models.models.{module}")
-                 for key, module in _MODULE_OF.items()}
-    elif name in __all__:
-        value = import_module(f"crowd_models.models.{name}")
-    else:
+        return {key: import_module(module) for key, module in _registry.cli_modules().items()}
+    if name not in __all__:
         raise AttributeError(f"module 'crowd_models.models' has no attribute {name!r}")
+    value = import_module(f"crowd_models.models.{name}")
     globals()[name] = value
     return value
 
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
-

@@ -4,8 +4,10 @@ output container."""
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -105,6 +107,39 @@ def beta_logpdf_nojac(x, a, b):
         xlogy(a - 1, x) + xlog1py(b - 1, -x)
         + gammaln(a + b) - gammaln(a) - gammaln(b)
     )
+
+
+# ------------------------------------------------------- the family protocol
+EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start"})
+"""Keywords of a family's ``em`` that steer the iteration, not the model: the
+EM that ``fit_map`` compares with gets their defaults."""
+
+
+def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
+                    em=None, annotations=None, arguments=None) -> pm.Model:
+    """Attach the family protocol to a factory's model and return it.
+
+    ``model.crowd_family`` is ``(family, variant)``, which ``fit_map``,
+    ``sample`` and ``laplace_fit`` copy into the fit's attrs; ``model.crowd_start``
+    is ``start``. Given the family's ``em``, ``model.crowd_em`` is ``em`` on
+    ``annotations`` with every keyword of ``em`` but :data:`EM_CONTROLS` taken
+    from ``arguments``, the factory's arguments (its ``locals()``): a prior
+    added to ``em`` and ``build_model`` reaches fit_map's EM comparison by
+    itself, and one added to ``em`` alone is a ``TypeError`` when the model is
+    built.
+    """
+    model.crowd_family = (family, variant)
+    model.crowd_start = start
+    if em is not None:
+        names = [p.name for p in inspect.signature(em).parameters.values()
+                 if p.kind is p.KEYWORD_ONLY and p.name not in EM_CONTROLS]
+        missing = [name for name in names if name not in arguments]
+        if missing:
+            raise TypeError(f"{family}.em takes {', '.join(missing)}, which {family}.build_model "
+                            f"does not: add them to build_model so that fit_map's EM "
+                            f"comparison uses the model's own.")
+        model.crowd_em = partial(em, annotations, **{name: arguments[name] for name in names})
+    return model
 
 
 # ------------------------------------------------- the summed-out true label

@@ -102,7 +102,6 @@ annotators equal one expert).
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -760,15 +759,10 @@ def build_model(
             items = _student_t_items_pt(data, tau, beta, m, gamma, nu, int(quadrature_nodes),
                                         sc)
         _add_item_likelihood(annotations, *items)
-    model.crowd_start = {k: v for k, v in start.items() if k != "scale"}  # free variables only
-    if noise == "gaussian":
-        model.crowd_em = partial(em, annotations, bias=bias, scale=scale,
-                                 precision_prior=precision_prior,
-                                 truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
-                                 scale_sd=scale_sd, coef_precision=coef_precision,
-                                 intercept_precision=intercept_precision,
-                                 label_scale=label_scale)
-    return model
+    return C.attach_protocol(model, "continuous", noise,
+                             start={k: v for k, v in start.items() if k != "scale"},  # free only
+                             em=em if noise == "gaussian" else None, annotations=annotations,
+                             arguments=locals())
 
 
 # ---------------------------------------------------------------------- EM
@@ -880,7 +874,7 @@ def em(
         annotations, {**params, "true_value": mean, "true_value_sd": np.sqrt(var)}, _DIMS,
         extra=extra,
         attrs={
-            "family": "continuous", "noise": noise, "bias": int(bool(bias)),
+            "family": "continuous", "variant": noise, "noise": noise, "bias": int(bool(bias)),
             "scale": int(bool(scale)), "method": "em",
             "log_likelihood": loglik, "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged), "label_scale": pri["scale"],

@@ -44,8 +44,6 @@ sensitivity and ``confusion[j, 0, 0]`` the specificity.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -609,16 +607,11 @@ def build_model(
             log_prior = eta - pt.logsumexp(eta, axis=1, keepdims=True)
         joint = C.item_joint(pt.log(confusion), annotations) + log_prior
         C.add_item_likelihood(joint, annotations)
-    model.crowd_start = {k: v for k, v in start.items()
-                         if not (variant != "full" and k == "confusion")}
-    if variant != "hierarchical":
-        model.crowd_em = partial(em, annotations, variant=variant,
-                                 confusion_prior=confusion_prior, accuracy_prior=accuracy_prior,
-                                 prevalence_prior=prevalence_prior,
-                                 population_prior=population_prior, spread=spread,
-                                 coef_precision=coef_precision,
-                                 intercept_precision=intercept_precision)
-    return model
+    return C.attach_protocol(
+        model, "dawid_skene", variant,
+        start={k: v for k, v in start.items() if not (variant != "full" and k == "confusion")},
+        em=em if variant != "hierarchical" else None, annotations=annotations,
+        arguments=locals())
 
 
 def _pooled_confusion_variables(K, pri, spread):

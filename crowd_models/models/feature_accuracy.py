@@ -491,11 +491,10 @@ def build_model(
         n_items = model.dim_lengths[D.ITEM]
         joint = pt.zeros((n_items, 2))[idx["item_idx"]].inc(per_row) + log_prior
         C.add_item_likelihood(joint, annotations)
-    model.crowd_start = start
     # the lasso's exact zeros put these on the edge of their support by design, so
     # fit_map's boundary warning skips them
     model.crowd_sparse = ("coef_pos", "coef_neg", "accuracy_coef_pos", "accuracy_coef_neg")
-    return model
+    return C.attach_protocol(model, "feature_accuracy", start=start)
 
 
 # ---------------------------------------------------------------------- EM
@@ -570,7 +569,7 @@ def em(
         annotations, out, _DIMS,
         extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels())},
         attrs={
-            "family": "feature_accuracy", "method": "em", "log_likelihood": loglik,
+            "family": "feature_accuracy", "variant": "", "method": "em", "log_likelihood": loglik,
             "log_posterior": loglik + _log_prior_params(params, pri),
             "penalty": [pri["lam_b"], pri["lam_g"]],
             "n_nonzero_coef": int(np.count_nonzero(params["coef"])),
@@ -767,7 +766,7 @@ def _lasso_fit(annotations, target, penalty, intercept_precision, method):
         intercept, coef = _fit_truth(design, target, {"lam_b": lam, "tau0": tau0})
     return C.em_dataset(
         annotations, {"intercept": intercept, "coef": coef}, _DIMS,
-        attrs={"family": "feature_accuracy", "method": method, "penalty": lam,
+        attrs={"family": "feature_accuracy", "variant": "", "method": method, "penalty": lam,
                "n_nonzero_coef": int(np.count_nonzero(coef))},
     )
 

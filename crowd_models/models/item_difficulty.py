@@ -467,14 +467,11 @@ def build_model(
         else:
             joint = _joint_pt(ability, log_easiness, pt.log(prev), annotations)
         C.add_item_likelihood(joint, annotations)
-    model.crowd_start = start
     if hierarchical:  # 0.9 and 0.95 left divergences on 150 simulated items (GLAD)
         model.crowd_target_accept = 0.98
-    else:
-        model.crowd_em = partial(em, annotations, variant=variant, ability_prior=ability_prior,
-                                 easiness_sd=easiness_sd, prevalence_prior=prevalence_prior,
-                                 bias_sd=bias_sd, difficulty_sd=difficulty_sd)
-    return model
+    return C.attach_protocol(model, "item_difficulty", variant, start=start,
+                             em=None if hierarchical else em, annotations=annotations,
+                             arguments=locals())
 
 
 def _ability_and_easiness(pri, start, hierarchical):

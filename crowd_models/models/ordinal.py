@@ -94,7 +94,6 @@ One module, three views: :func:`build_model` (PyMC), :func:`em`
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -474,7 +473,6 @@ def _build_cumulative(ann, pri_list) -> pm.Model:
                                   dims=(D.ITEM, D.THRESHOLD))
         pm.Deterministic("item_class_prob", _repair_pt(exceed), dims=(D.ITEM, D.TRUE_CLASS))
         pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
-    model.crowd_start = _cumulative_start(ann, pri_list)
     return model
 
 
@@ -609,7 +607,6 @@ def _build_latent(ann, pri, annotator_cutpoints, guessing) -> pm.Model:
                          dims=(D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS))
         joint = C.item_joint(log_conf, ann) + pt.log(prev)[None, :]
         C.add_item_likelihood(joint, ann)
-    model.crowd_start = _latent_start(ann, pri, annotator_cutpoints, guessing)
     return model
 
 
@@ -713,13 +710,9 @@ def build_model(
     if variant == "cumulative":
         pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                       prevalence_prior, coef_precision, intercept_precision)
-        model = _build_cumulative(annotations, pri_list)
-        model.crowd_em = partial(em, annotations, sensitivity_prior=sensitivity_prior,
-                                 specificity_prior=specificity_prior,
-                                 prevalence_prior=prevalence_prior,
-                                 coef_precision=coef_precision,
-                                 intercept_precision=intercept_precision)
-        return model
+        return C.attach_protocol(_build_cumulative(annotations, pri_list), "ordinal", variant,
+                                 start=_cumulative_start(annotations, pri_list), em=em,
+                                 annotations=annotations, arguments=locals())
     pri = _latent_priors(annotations, prevalence_prior, bias_sd, noise_prior, spacing_prior,
                          width_sd, link)
     pri["guess"] = C.beta_prior(guess_prior, "guess_prior", annotations.n_annotators)
@@ -727,7 +720,9 @@ def build_model(
         raise ValueError(
             f"annotator_cutpoints=True needs at least 3 levels (it lets each annotator widen "
             f"or narrow the interior levels), got {annotations.n_classes}; drop the option.")
-    return _build_latent(annotations, pri, bool(annotator_cutpoints), bool(guessing))
+    return C.attach_protocol(
+        _build_latent(annotations, pri, bool(annotator_cutpoints), bool(guessing)), "ordinal",
+        variant, start=_latent_start(annotations, pri, annotator_cutpoints, guessing))
 
 
 # ---------------------------------------------------------------------- EM

@@ -20,8 +20,6 @@ full confusion can fall into on spam-heavy crowds. The true class follows a
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -213,10 +211,8 @@ def build_model(
         prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
         joint = C.item_joint(pt.log(confusion), annotations) + pt.log(prev)[None, :]
         C.add_item_likelihood(joint, annotations)
-    model.crowd_start = _start(annotations, pri)
-    model.crowd_em = partial(em, annotations, trustworthiness_prior=trustworthiness_prior,
-                             spam_prior=spam_prior, prevalence_prior=prevalence_prior)
-    return model
+    return C.attach_protocol(model, "spammer", start=_start(annotations, pri), em=em,
+                             annotations=annotations, arguments=locals())
 
 
 # ---------------------------------------------------------------------- EM

@@ -733,8 +733,8 @@ def build_model(
         pm.CustomDist(D.OBSERVED, item_ll, logp=lambda value, ll: ll, signature="()->()",
                       observed=n_per_item, dims=D.ITEM)
         pm.Data("n_labels", ann.n_labels(), dims=D.ANNOTATOR)
-    model.crowd_start = _start_values(start, covariance, M, G, d)
-    return model
+    return C.attach_protocol(model, "stacked_gaussian",
+                             start=_start_values(start, covariance, M, G, d))
 
 
 def _check_flat_counts(ann, counts, covariance):

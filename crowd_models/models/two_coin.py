@@ -17,8 +17,6 @@ One module, three views of the same model: :func:`build_model` (PyMC),
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -386,12 +384,8 @@ def build_model(
             log_prior = pt.stack([-pt.softplus(eta), -pt.softplus(-eta)], axis=1)
         joint = C.item_joint(log_conf, annotations) + log_prior
         C.add_item_likelihood(joint, annotations)
-    model.crowd_start = start
-    model.crowd_em = partial(em, annotations, sensitivity_prior=sensitivity_prior,
-                             specificity_prior=specificity_prior,
-                             prevalence_prior=prevalence_prior, coef_precision=coef_precision,
-                             intercept_precision=intercept_precision)
-    return model
+    return C.attach_protocol(model, "two_coin", start=start, em=em, annotations=annotations,
+                             arguments=locals())
 
 
 # ---------------------------------------------------------------------- EM
@@ -450,7 +444,7 @@ def em(
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
         attrs={
-            "family": "two_coin", "method": "em", "log_likelihood": loglik,
+            "family": "two_coin", "variant": "", "method": "em", "log_likelihood": loglik,
             "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged),
         },

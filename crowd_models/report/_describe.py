@@ -8,45 +8,19 @@ import xarray as xr
 
 from crowd_models import _dims as D
 from crowd_models._fits import has_laplace, n_samples
-from crowd_models.report._confusion import _is_one_coin
+from crowd_models.models import _registry
 
-_FAMILY_NAMES = {"two_coin": "two-coin", "dawid_skene": "Dawid-Skene", "ordinal": "ordinal",
-                 "continuous": "continuous", "feature_accuracy": "feature-accuracy",
-                 "stacked_gaussian": "stacked Gaussian", "spammer": "spammer (MACE)",
-                 "item_difficulty": "item-difficulty (GLAD)"}
-"""Display names of the families, by the ``family`` attr their EM fits record."""
 _METHOD_NAMES = {"em": "EM", "map": "MAP", "nuts": "NUTS", "laplace": "MAP (Laplace intervals)"}
 """Display names of the fitting methods, by the ``method`` attr of a fit."""
 
 
-def _fit_family(fit, post: xr.Dataset) -> tuple[str, str]:
-    """The (family, variant) of a fit: from its attrs, else read off its variables."""
+def _fit_family(fit) -> tuple[str, str]:
+    """The (family, variant) a fit records in its attrs (every fit of a family's
+    factory or EM does); ``("", "")`` when it records none."""
     attrs = getattr(fit, "attrs", {})
-    recorded, variant = attrs.get("family"), attrs.get("variant")
-    variant = variant if isinstance(variant, str) else ""
-    if isinstance(recorded, str) and recorded:
-        return recorded.replace("-", "_"), variant
-    # only an EM fit (or a saved report) records its family; a MAP or NUTS
-    # DataTree is recognised by the variables each family alone has
-    if "sensitivity" in post:
-        if D.THRESHOLD in post["sensitivity"].dims:
-            return "ordinal", "cumulative"
-        return "two_coin", ""
-    if "precision" in post and "true_value" in post:
-        return "continuous", ""
-    if "accuracy_intercept" in post:
-        return "feature_accuracy", ""
-    if "trustworthiness" in post:
-        return "spammer", ""
-    if "ability" in post and "easiness" in post:
-        return "item_difficulty", "hierarchical" if "easiness_spread" in post else "fixed"
-    if "confusion" in post:
-        if "bias" in post and "noise" in post:
-            return "ordinal", "latent"
-        return "dawid_skene", "one_coin" if _is_one_coin(post) else ""
-    if "class_mean" in post:
-        return "stacked_gaussian", ""
-    return "", ""
+    family, variant = attrs.get("family"), attrs.get("variant")
+    family = family.replace("-", "_") if isinstance(family, str) else ""
+    return family, variant if isinstance(variant, str) else ""
 
 
 def _fit_method(fit, post: xr.Dataset) -> str:
@@ -62,11 +36,16 @@ def _fit_method(fit, post: xr.Dataset) -> str:
 
 
 def _fit_description(fit, post: xr.Dataset) -> str:
-    """Family, variant and method of a fit for a title, e.g. ``"two-coin, EM"``."""
-    family, variant = _fit_family(fit, post)
-    name = _FAMILY_NAMES.get(family, family.replace("_", " ") or "unknown family")
-    if variant and variant not in ("two_coin", "full"):
-        name += f" ({variant.replace('_', '-')})"
+    """Family, variant and method of a fit for a title, e.g. ``"two-coin, EM"``: the
+    registry's title of the (family, variant) the fit records."""
+    family, variant = _fit_family(fit)
+    record = _registry.find(family, variant)
+    if record is not None:
+        name = record.title
+    else:
+        name = family.replace("_", " ") or "unknown family"
+        if variant:
+            name += f" ({variant.replace('_', '-')})"
     return f"{name}, {_fit_method(fit, post)}"
 
 

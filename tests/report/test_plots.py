@@ -108,7 +108,7 @@ def test_scatter_marker_area_grows_with_labels(fits):
 def test_scatter_title_names_family_method_and_positive_class(fits, rng):
     assert report.plot_annotators(fits["rte"]).get_title() == (
         "two-coin, EM: annotators in ROC space (positive class 1)")
-    # a NUTS DataTree records its method but not its family: both are found
+    # a NUTS DataTree records its method and family (sample copies the model's)
     post = xr.Dataset(
         {"sensitivity": (("chain", "draw", "annotator"), rng.uniform(0.6, 0.9, (2, 30, J))),
          "specificity": (("chain", "draw", "annotator"), rng.uniform(0.6, 0.9, (2, 30, J))),
@@ -117,10 +117,11 @@ def test_scatter_title_names_family_method_and_positive_class(fits, rng):
         coords={"chain": [0, 1], "draw": np.arange(30), "annotator": NAMES, "item": [1, 2, 3],
                 "true_class": ["healthy", "sick"]})
     tree = xr.DataTree.from_dict({"posterior": post})
-    tree.attrs["method"] = "nuts"
+    tree.attrs.update(method="nuts", family="two_coin", variant="")
     title = report.plot_annotators(tree).get_title()
     assert title == "two-coin, NUTS: annotators in ROC space (positive class sick)"
     one = xr.DataTree.from_dict({"posterior": post.isel(chain=[0], draw=[0])})
+    one.attrs.update(family="two_coin", variant="")
     assert report.plot_annotators(one).get_title().startswith("two-coin, MAP")
     assert report.plot_annotators(tree, title="").get_title() == ""
 

@@ -1,0 +1,294 @@
+"""What each family is, in one place: a :class:`Variant` record per (family,
+variant), read by everything that lists or describes the families.
+
+``models.MODEL_NAMES`` and ``MODELS``, ``auto.CANDIDATES`` (and its
+``BINARY``, ``ON_REQUEST``, ``ORDERED``, ``NO_EM``, ``SHARING``), the command
+line's ``VARIANTS``, ``WITHOUT_EM`` and positive-class tables, the report's
+titles, ``selection.compare``'s likelihood kinds and the calibration study's
+cases derive from :data:`REGISTRY`. Adding a family is one record per variant
+here plus the family's module. This module imports neither the families nor
+PyMC (the command line's parser and ``models/__init__`` read it); a record
+names its module, and the caller on a higher floor imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+LABEL_KINDS = ("binary", "categorical", "ordered", "continuous")
+"""What a family's labels are: two classes (the second the positive one),
+unordered classes, levels of one scale, or real numbers."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of the calibration study (``crowd_models.validation.sbc``).
+
+    ``name`` is the case's variant name in the study (None: the family's
+    only case), ``options`` the keywords of ``build_model`` and ``em``,
+    ``table(family_module, values, design, features, rng)`` draws a label
+    table from parameter values drawn from the prior, ``template`` replaces
+    entries of the study's template values for this case, ``laplace`` says
+    whether MAP plus Laplace summarises the posterior (None: when the family
+    has an EM), ``features`` is the design's default number of features.
+    """
+
+    name: str | None
+    table: Callable
+    options: dict = field(default_factory=dict)
+    template: dict = field(default_factory=dict)
+    laplace: bool | None = None
+    features: int = 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A variant's role in ``crowd_models.auto``: its candidate ``name``, its
+    ``rank`` in the order candidates are compared (criterion ``"loo"`` seeds
+    their NUTS fits in that order), ``params(K)`` (parameters per annotator
+    with K classes, the ``"heldout"`` rule's count), ``sharing`` (in the
+    default criterion's set) and ``on_request`` (compared only when named)."""
+
+    name: str
+    rank: int
+    params: Callable[[int], int]
+    sharing: bool = False
+    on_request: bool = False
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One (family, variant).
+
+    ``family`` is the name fits record (``attrs["family"]``) and, unless
+    ``module`` says otherwise, the module under ``crowd_models.models``;
+    ``variant`` is ``""`` for a family without variants; ``keyword`` the
+    keyword of ``build_model``/``em`` that selects it (``"variant"``, or
+    ``"noise"`` for continuous); ``cli`` the ``--model`` name (``""``: not on
+    the command line) and ``cli_default`` whether it is that name's default
+    ``--variant``; ``has_em``; ``labels`` one of :data:`LABEL_KINDS` (binary
+    variants have a positive class and report sensitivity and specificity);
+    ``likelihood`` what the per-item ``item_labels`` density is a density of
+    where it is not the labels' own (``"composite"``, ``"features"``);
+    ``title`` the report's name for it; ``choice`` its :class:`Choice` as a
+    model-choice candidate; ``sbc`` its calibration :class:`Case` s.
+    """
+
+    family: str
+    title: str
+    labels: str
+    variant: str = ""
+    keyword: str = ""
+    module: str = ""
+    cli: str = ""
+    cli_default: bool = False
+    has_em: bool = True
+    likelihood: str = ""
+    choice: Choice | None = None
+    sbc: tuple[Case, ...] = ()
+
+    @property
+    def module_name(self) -> str:
+        """The importable name of the family's module."""
+        return self.module or f"crowd_models.models.{self.family}"
+
+    @property
+    def positive(self) -> bool:
+        """Whether the variant has a positive class (two-class labels)."""
+        return self.labels == "binary"
+
+    @property
+    def likelihood_kind(self) -> str:
+        """What its per-item log-likelihood is a density of: ``"categorical"``,
+        ``"continuous"``, ``"composite"`` or ``"features"``."""
+        if self.likelihood:
+            return self.likelihood
+        return "continuous" if self.labels == "continuous" else "categorical"
+
+
+# -------------------------------------- the calibration study's label tables
+# Each draws a table from prior values with the family's own simulate:
+# table(family module, values, design, features, rng).
+def _two_coin_table(family, values, design, features, rng):
+    """Two-coin labels (from the features' classifier when the design has features)."""
+    per = design["labels_per_item"]
+    if features is not None:
+        return family.simulate(values["sensitivity"], values["specificity"], features=features,
+                               coef=values["coef"], intercept=float(values["intercept"]),
+                               labels_per_item=per, rng=rng)
+    return family.simulate(values["sensitivity"], values["specificity"],
+                           n_items=design["n_items"], prevalence=float(values["prevalence"]),
+                           labels_per_item=per, rng=rng)
+
+
+def _dawid_skene_table(family, values, design, features, rng):
+    """Dawid-Skene labels from each annotator's confusion."""
+    return family.simulate(values["confusion"], n_items=design["n_items"],
+                           prevalence=values["prevalence"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _spammer_table(family, values, design, features, rng):
+    """Spammer (MACE) labels from trust and spam shares."""
+    return family.simulate(values["trustworthiness"], n_items=design["n_items"],
+                           spam_share=values["spam_share"], n_classes=design["n_classes"],
+                           prevalence=values["prevalence"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _glad_table(family, values, design, features, rng):
+    """Item-difficulty (GLAD) labels from abilities and easiness."""
+    return family.simulate(values["ability"], values["easiness"], n_classes=design["n_classes"],
+                           prevalence=values["prevalence"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _irt_table(family, values, design, features, rng):
+    """Item-difficulty IRT labels (two classes)."""
+    return family.simulate_irt(values["ability"], values["bias"], values["difficulty"],
+                               values["easiness"], prevalence=float(values["prevalence"][1]),
+                               labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _latent_ordinal_table(family, values, design, features, rng):
+    """Latent ordinal levels from biases, noise and level spacing."""
+    return family.simulate(variant="latent", n_items=design["n_items"],
+                           n_classes=design["n_classes"], bias=values["bias"],
+                           noise=values["noise"], level_spacing=values["level_spacing"],
+                           prevalence=values["prevalence"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _continuous_table(family, values, design, features, rng, noise="gaussian"):
+    """Continuous labels with the case's noise."""
+    return family.simulate(values["precision"], bias=values.get("bias"),
+                           n_items=design["n_items"], intercept=float(values["intercept"]),
+                           truth_precision=float(values["truth_precision"]),
+                           labels_per_item=design["labels_per_item"], noise=noise, rng=rng)
+
+
+def _student_t_table(family, values, design, features, rng):
+    """Continuous labels with Student-t noise."""
+    return _continuous_table(family, values, design, features, rng, noise="student_t")
+
+
+def _feature_accuracy_table(family, values, design, features, rng):
+    """Feature-accuracy labels on the design's fixed features."""
+    return family.simulate(features=features, coef=values["coef"],
+                           intercept=float(values["intercept"]), mechanism="model",
+                           accuracy_intercept=values["accuracy_intercept"],
+                           accuracy_coef=values["accuracy_coef"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+# ------------------------------------------------------------- the records
+_UNIT = {"label_scale": 1.0}  # the continuous priors in fixed units, not the labels' sd
+_TWO_COIN_TEMPLATE = {"prevalence": 0.5}  # two-coin's prevalence is P(positive)
+_NO_BIAS = {"bias": None}  # the continuous model without biases
+
+REGISTRY: tuple[Variant, ...] = (
+    Variant("two_coin", "two-coin", "binary", cli="two-coin", cli_default=True,
+            choice=Choice("two_coin", 0, lambda K: 2),
+            sbc=(Case(None, _two_coin_table, template=_TWO_COIN_TEMPLATE),
+                 Case("features", _two_coin_table, template=_TWO_COIN_TEMPLATE, features=2))),
+    Variant("dawid_skene", "Dawid-Skene", "categorical", "full", "variant", cli="dawid-skene",
+            choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)),
+            sbc=(Case("full", _dawid_skene_table, {"variant": "full"}),)),
+    Variant("dawid_skene", "Dawid-Skene (one-coin)", "categorical", "one_coin", "variant",
+            cli="dawid-skene", choice=Choice("one_coin", 1, lambda K: 1),
+            sbc=(Case("one_coin", _dawid_skene_table, {"variant": "one_coin"}),)),
+    Variant("dawid_skene", "Dawid-Skene (hierarchical)", "categorical", "hierarchical",
+            "variant", cli="dawid-skene", has_em=False,
+            sbc=(Case("hierarchical", _dawid_skene_table, {"variant": "hierarchical"}),)),
+    Variant("dawid_skene", "Dawid-Skene (pooled)", "categorical", "pooled", "variant",
+            cli="dawid-skene", cli_default=True,
+            choice=Choice("pooled", 5, lambda K: K * (K - 1), sharing=True),
+            sbc=(Case("pooled", _dawid_skene_table, {"variant": "pooled", "spread": 1.0}),)),
+    Variant("ordinal", "ordinal (cumulative)", "ordered", "cumulative", "variant",
+            cli="ordinal", cli_default=True, likelihood="composite"),
+    Variant("ordinal", "ordinal (latent)", "ordered", "latent", "variant", cli="ordinal",
+            has_em=False, choice=Choice("ordinal", 7, lambda K: 2, sharing=True),  # bias, noise
+            sbc=(Case("latent", _latent_ordinal_table, {"variant": "latent"}),)),
+    Variant("continuous", "continuous", "continuous", "gaussian", "noise", cli="continuous",
+            cli_default=True,
+            sbc=(Case("gaussian", _continuous_table, _UNIT, template=_NO_BIAS),
+                 Case("bias", _continuous_table, {**_UNIT, "bias": True}))),
+    Variant("continuous", "continuous (student-t)", "continuous", "student_t", "noise",
+            cli="continuous", has_em=False,
+            sbc=(Case("student_t", _student_t_table, {**_UNIT, "noise": "student_t"},
+                      template=_NO_BIAS),)),
+    # the lasso's MAP puts coefficients at exactly zero, where the Laplace
+    # approximation has no curvature: its intervals are not the posterior's
+    Variant("feature_accuracy", "feature-accuracy", "binary", cli="feature-accuracy",
+            cli_default=True,
+            sbc=(Case(None, _feature_accuracy_table, laplace=False, features=2),)),
+    Variant("spammer", "spammer (MACE)", "categorical", cli="spammer", cli_default=True,
+            choice=Choice("spammer", 2, lambda K: K, sharing=True),  # trust, K - 1 spam shares
+            sbc=(Case(None, _spammer_table),)),
+    Variant("item_difficulty", "item-difficulty (GLAD) (fixed)", "categorical", "fixed", "variant",
+            cli="item-difficulty", cli_default=True,
+            choice=Choice("item_difficulty", 3, lambda K: 1, sharing=True),
+            sbc=(Case("fixed", _glad_table, {"variant": "fixed"}),)),
+    Variant("item_difficulty", "item-difficulty (GLAD) (hierarchical)", "categorical",
+            "hierarchical", "variant", cli="item-difficulty", has_em=False,
+            sbc=(Case("hierarchical", _glad_table, {"variant": "hierarchical"}),)),
+    Variant("item_difficulty", "item-difficulty (GLAD) (irt)", "binary", "irt", "variant",
+            cli="item-difficulty",
+            choice=Choice("irt", 6, lambda K: 2, sharing=True, on_request=True),  # ability, bias
+            sbc=(Case("irt", _irt_table, {"variant": "irt"}),)),
+    Variant("item_difficulty", "item-difficulty (GLAD) (irt-hierarchical)", "binary",
+            "irt_hierarchical", "variant", cli="item-difficulty", has_em=False),
+    Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
+            likelihood="features"),
+)
+"""Every (family, variant), grouped by family, each family's variants in the
+order of its ``VARIANTS``."""
+
+
+def find(family, variant="") -> Variant | None:
+    """The record of a (family, variant), or None; a family's only record
+    answers for any variant, and ``"-"`` reads as ``"_"``."""
+    if not isinstance(family, str):
+        return None
+    family = family.replace("-", "_")
+    records = [r for r in REGISTRY if r.family == family]
+    variant = variant if isinstance(variant, str) else ""
+    for record in records:
+        if record.variant == variant:
+            return record
+    return records[0] if len(records) == 1 else None
+
+
+def cli_variants() -> dict[str, tuple[str, ...]]:
+    """``--model`` name -> its ``--variant`` names, the default first."""
+    out: dict[str, tuple[str, ...]] = {}
+    for record in REGISTRY:
+        if record.cli:
+            names = out.get(record.cli, ())
+            if record.variant:
+                names = ((record.variant, *names) if record.cli_default
+                         else (*names, record.variant))
+            out[record.cli] = names
+    return out
+
+
+def cli_records() -> dict[tuple[str, str], Variant]:
+    """(``--model``, ``--variant``) -> record, for the command line's names."""
+    return {(r.cli, r.variant): r for r in REGISTRY if r.cli}
+
+
+def cli_modules() -> dict[str, str]:
+    """``--model`` name -> the module that holds its family."""
+    return {r.cli: r.module_name for r in REGISTRY if r.cli}
+
+
+def candidates() -> list[Variant]:
+    """The records with a model-choice role, in their comparison order."""
+    return sorted((r for r in REGISTRY if r.choice), key=lambda r: r.choice.rank)
+
+
+def sbc_cases() -> dict[tuple[str, str | None], tuple[Variant, Case]]:
+    """(family, case name) -> (record, case) of every calibration case."""
+    return {(r.family, case.name): (r, case) for r in REGISTRY for case in r.sbc}
+
