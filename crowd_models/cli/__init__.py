@@ -126,6 +126,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from crowd_models._parsing import DUPLICATES
@@ -288,7 +289,7 @@ def main(argv=None) -> int:
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(_negative_values_joined(argv))
         with _one_line_warnings():
             if args.command == "fit":
                 return run_fit(args, argv)
@@ -313,6 +314,22 @@ def main(argv=None) -> int:
               f"the full traceback is in {_crash_log(argv)} (please include it when you report "
               f"this)", file=sys.stderr)
         return EXIT_OUTPUT
+
+
+def _negative_values_joined(argv: list[str]) -> list[str]:
+    """``--option -1,2`` as ``--option=-1,2``: argparse reads a value that starts
+    with a minus sign and is not a plain number as another option."""
+    out, i = [], 0
+    while i < len(argv):
+        token = argv[i]
+        if (token.startswith("--") and "=" not in token and i + 1 < len(argv)
+                and re.match(r"-\.?\d", argv[i + 1])):
+            out.append(f"{token}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(token)
+            i += 1
+    return out
 
 
 def _crash_log(argv: list[str]) -> str:

@@ -297,14 +297,34 @@ def _published(out: Path, write) -> None:
                           f"{err.strerror or err}; nothing in it was changed") from None
 
 
+PRINTED_ROWS = 10
+"""A table longer than twice this prints its first and last this many rows."""
+
+
+def _print_rows(table: pd.DataFrame, where: Path) -> None:
+    """A table on the terminal: whole when short, else its first and last rows and
+    where the whole table is."""
+    n = len(table)
+    with pd.option_context("display.max_rows", None, "display.width", 120):
+        if n <= 2 * PRINTED_ROWS:
+            print(table.to_string())
+            return
+        lines = table.to_string().splitlines()
+        head = len(lines) - n  # the header lines
+        print("\n".join(lines[: head + PRINTED_ROWS]))
+        print(f"... {n - 2 * PRINTED_ROWS} more rows (all {n} in {where}) ...")
+        print("\n".join(lines[-PRINTED_ROWS:]))
+
+
 def _print_results(args, plan, ann, table, items, confusion, coefficients, intervals) -> None:
     """The annotator table and the scores that the terminal shows after a fit."""
+    from crowd_models._text import short_repr
+
     if has_positive(plan.model, plan.variant):
-        print(f"positive class: {ann.classes[1]!r} (sensitivity: its rate of positive labels; "
-              f"--positive to change)")
-    with pd.option_context("display.max_rows", 60, "display.width", 120):
-        shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
-        print(shown.round(3).to_string())
+        print(f"positive class: {short_repr(ann.classes[1])} (sensitivity: its rate of positive "
+              f"labels; --positive to change)")
+    shown = table.loc[:, ~table.columns.str.endswith("_sd")].dropna(axis=1, how="all")
+    _print_rows(shown.round(3), Path(args.out) / "annotators.csv")
     print(f"(intervals: {intervals})")
     if args.continuous:
         scores = _continuous_scores(items)

@@ -212,3 +212,27 @@ def test_failures_while_fitting_are_one_line_without_traceback(earlier, monkeypa
         assert "Traceback (most recent call last)" in log and "RuntimeError" in log
         assert f"command: crowd-models fit {folder / 'labels.csv'}" in log
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_output_is_readable_text(tmp_path, capsys):
+    """No numpy reprs, a long annotator table shortened with where the whole one is,
+    and a negative prior value accepted as written."""
+    rng = np.random.default_rng(2)
+    rows = ["item,annotator,label"] + [f"{i},w{a},{bool(rng.random() < 0.5)}"
+                                       for i in range(60) for a in rng.choice(30, 5, False)]
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main(["fit", str(tmp_path / "labels.csv"), *EM, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "positive class: True (" in printed and "np." not in printed
+    assert f"... 10 more rows (all 30 in {out / 'annotators.csv'}) ..." in printed
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    shown = [a for a in table.index if re.search(rf"^{a} ", printed, re.M)]
+    assert shown == [*table.index[:10], *table.index[-10:]]
+    # argparse would read -1,2 as an option; the family's own check answers
+    code = main(["fit", str(tmp_path / "labels.csv"), *EM, "--out", str(tmp_path / "o2"),
+                 "--sensitivity-prior", "-1,2"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == (
+        "crowd-models: error: --sensitivity-prior '-1,2': a Beta prior needs A >= 1 and B >= 1 "
+        "(1,1 is flat).")
