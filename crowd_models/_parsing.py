@@ -269,6 +269,61 @@ def repeated_labels(item_idx: np.ndarray, annotator_idx: np.ndarray, labels: np.
     return repeat, conflict
 
 
+def _pair_examples(rows, item_idx, annotator_idx, labels, items, annotators, classes,
+                   n: int = 3) -> str:
+    """A few (item, annotator) pairs among ``rows``, each with its labels."""
+    shown = []
+    for pair in pd.unique(item_idx[rows] * len(annotators) + annotator_idx[rows])[:n]:
+        i, a = divmod(int(pair), len(annotators))
+        values = labels[(item_idx == i) & (annotator_idx == a)]
+        names = values if classes is None else classes[values]
+        shown.append(f"item {short_repr(items[i])}, annotator {short_repr(annotators[a])}: "
+                     f"{', '.join(short_repr(v) for v in names)}")
+    return "; ".join(shown)
+
+
+def repeats_handled(item_idx, annotator_idx, labels, items, annotators, classes,
+                     duplicates: str):
+    """Warn of (or refuse) repeated labels as ``duplicates`` says; the rows to keep when
+    some are dropped (None: every row)."""
+    repeat, conflict = repeated_labels(item_idx, annotator_idx, labels, len(annotators))
+    context = (item_idx, annotator_idx, labels, items, annotators, classes)
+    messages = []
+    if repeat.any():
+        n_pairs = len(pd.unique(item_idx[repeat] * len(annotators) + annotator_idx[repeat]))
+        messages.append(
+            f"{repeat.sum()} row(s) repeat an earlier row's item, annotator and label exactly "
+            f"({n_pairs} pair(s), e.g. {_pair_examples(repeat, *context)})")
+    if conflict.any():
+        n_pairs = len(pd.unique(item_idx[conflict] * len(annotators)
+                                + annotator_idx[conflict]))
+        messages.append(
+            f"{n_pairs} (item, annotator) pair(s) have different labels on {conflict.sum()} "
+            f"row(s) (e.g. {_pair_examples(conflict, *context)})")
+    if not messages:
+        return None
+    text = "; ".join(messages)
+    if duplicates == "error":
+        raise ValueError(
+            f"{text}. Pass duplicates='drop' to drop exact repeats, duplicates='keep' if "
+            f"annotators labelled items more than once by design, or clean the table first."
+        )
+    if duplicates == "drop":
+        kept = (f"kept: {messages[-1]}; each of those rows counts as a label (drop or keep "
+                f"one per pair first to count it once)" if conflict.any() else "")
+        if not repeat.any():
+            warn(kept[0].upper() + kept[1:] + ".")
+            return None
+        warn(f"dropped {repeat.sum()} row(s) that repeat an earlier row's item, annotator and "
+             f"label exactly (duplicates='drop')" + (f"; {kept}." if kept else "."))
+        return ~repeat
+    warn(f"{text}. Every row counts as an independent label, which inflates the label counts "
+         f"and narrows every interval. If the table was exported or joined twice, pass "
+         f"duplicates='drop'; if annotators labelled items more than once by design, pass "
+         f"duplicates='keep' to confirm; duplicates='error' refuses them.")
+    return None
+
+
 def check_wide_ids(index: pd.Index, what: str, where: str) -> None:
     """Missing or blank ids in the index or columns of a wide matrix."""
     missing = np.asarray(pd.isna(index), dtype=bool)

@@ -36,7 +36,7 @@ rows or ids and the fix):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -44,170 +44,20 @@ import pandas as pd
 import xarray as xr
 
 from crowd_models import _dims as D
+from crowd_models._exports import checked_wide, read_export, wide_to_long
 from crowd_models._parsing import (
     DUPLICATES,
     check_roles,
-    check_wide_ids,
     parse_features,
     parse_gold,
     parse_ids,
     parse_labels,
-    repeated_labels,
+    repeats_handled,
     same_class,
-    strip_index,
 )
-from crowd_models._text import examples, listing, short_repr, warn
+from crowd_models._text import examples, listing, warn
 
 __all__ = ["Annotations"]
-
-
-def _checked_wide(matrix, strip: bool, missing) -> pd.DataFrame:
-    """from_wide's matrix as a DataFrame with unique ids, missing codes masked."""
-    if isinstance(matrix, np.ndarray):
-        if matrix.ndim != 2:
-            raise ValueError(
-                f"from_wide expects a 2-D items x annotators matrix, got an array with "
-                f"shape {matrix.shape}."
-            )
-        matrix = pd.DataFrame(matrix)
-    if not isinstance(matrix, pd.DataFrame):
-        raise TypeError(
-            f"from_wide expects a DataFrame (items x annotators) or a 2-D numpy array, "
-            f"got {type(matrix).__name__}."
-        )
-    for what, where, index in (("item ids (the index)", "row", matrix.index),
-                               ("annotator ids (the columns)", "column", matrix.columns)):
-        check_wide_ids(index, what, where)
-    if strip:
-        matrix = matrix.copy()
-        matrix.index = strip_index(matrix.index)
-        matrix.columns = strip_index(matrix.columns)
-    for what, index in (("item ids (the index)", matrix.index),
-                        ("annotator ids (the columns)", matrix.columns)):
-        dup = index[index.duplicated()]
-        if len(dup):
-            raise ValueError(
-                f"the {what} contain duplicates: {examples(dup.unique())}"
-                + (" (once stripped of whitespace by strip=True)" if strip else "")
-                + ". Ids must be unique."
-            )
-    if missing is not None:
-        iterable = isinstance(missing, Iterable) and not isinstance(missing, str | bytes)
-        codes = list(missing) if iterable else [missing]
-        hit = matrix.isin(codes).to_numpy()
-        if not hit.any():
-            warn(
-                f"missing={listing(codes)} matches no cell of the matrix; nothing was "
-                f"treated as missing. Types matter: -1 and '-1' differ."
-            )
-        matrix = matrix.mask(hit)
-    return matrix
-
-
-def _wide_to_long(matrix: pd.DataFrame, classes, continuous: bool) -> pd.DataFrame:
-    """The present cells as a long table indexed by (item, annotator), keeping a shared
-    Categorical order and undoing the float upcast of integer labels."""
-    dtypes = list(matrix.dtypes)
-    categories = None
-    if any(isinstance(t, pd.CategoricalDtype) for t in dtypes) and not continuous:
-        cats = [t.categories for t in dtypes if isinstance(t, pd.CategoricalDtype)]
-        if len(cats) == len(dtypes) and all(c.equals(cats[0]) for c in cats):
-            categories = cats[0]
-        elif classes is None:
-            warn(
-                "some columns of the matrix are Categorical but not all with the same "
-                "categories, so their category order is not used and the classes are "
-                "sorted. Pass classes=[...] to give the order."
-            )
-    present = matrix.notna().to_numpy()
-    empty_cols = matrix.columns[~present.any(axis=0)]
-    if len(empty_cols):
-        raise ValueError(
-            f"annotator(s) {examples(empty_cols)} have no labels (all missing); "
-            f"drop those columns."
-        )
-    empty_rows = matrix.index[~present.any(axis=1)]
-    if len(empty_rows):
-        raise ValueError(
-            f"item(s) {examples(empty_rows)} have no labels (all missing); drop those rows."
-        )
-    rows, cols = np.nonzero(present)
-    values = matrix.to_numpy(dtype=object)[rows, cols]
-    long = pd.DataFrame(
-        {
-            "item": matrix.index[rows],
-            "annotator": matrix.columns[cols],
-            "label": values if categories is None else pd.Categorical(
-                values, categories=categories),
-        },
-        # so that label errors name (item, annotator) cells, not rows of this table
-        index=pd.MultiIndex.from_arrays(
-            [matrix.index[rows], matrix.columns[cols]], names=["item", "annotator"]
-        ),
-    )
-    if not continuous and categories is None:
-        # undo the float upcast that NaN forces on integer columns (1.0 -> 1)
-        vals = long["label"]
-        numeric = pd.to_numeric(vals, errors="coerce")
-        if numeric.notna().all() and np.all(np.mod(numeric, 1) == 0) and vals.map(
-            lambda v: isinstance(v, float)
-        ).any():
-            long["label"] = numeric.astype(np.int64)
-    return long
-
-
-def _pair_examples(rows, item_idx, annotator_idx, labels, items, annotators, classes,
-                   n: int = 3) -> str:
-    """A few (item, annotator) pairs among ``rows``, each with its labels."""
-    shown = []
-    for pair in pd.unique(item_idx[rows] * len(annotators) + annotator_idx[rows])[:n]:
-        i, a = divmod(int(pair), len(annotators))
-        values = labels[(item_idx == i) & (annotator_idx == a)]
-        names = values if classes is None else classes[values]
-        shown.append(f"item {short_repr(items[i])}, annotator {short_repr(annotators[a])}: "
-                     f"{', '.join(short_repr(v) for v in names)}")
-    return "; ".join(shown)
-
-
-def _repeats_handled(item_idx, annotator_idx, labels, items, annotators, classes,
-                     duplicates: str):
-    """Warn of (or refuse) repeated labels; the rows to keep when some are dropped."""
-    repeat, conflict = repeated_labels(item_idx, annotator_idx, labels, len(annotators))
-    context = (item_idx, annotator_idx, labels, items, annotators, classes)
-    messages = []
-    if repeat.any():
-        n_pairs = len(pd.unique(item_idx[repeat] * len(annotators) + annotator_idx[repeat]))
-        messages.append(
-            f"{repeat.sum()} row(s) repeat an earlier row's item, annotator and label exactly "
-            f"({n_pairs} pair(s), e.g. {_pair_examples(repeat, *context)})")
-    if conflict.any():
-        n_pairs = len(pd.unique(item_idx[conflict] * len(annotators)
-                                + annotator_idx[conflict]))
-        messages.append(
-            f"{n_pairs} (item, annotator) pair(s) have different labels on {conflict.sum()} "
-            f"row(s) (e.g. {_pair_examples(conflict, *context)})")
-    if not messages:
-        return None
-    text = "; ".join(messages)
-    if duplicates == "error":
-        raise ValueError(
-            f"{text}. Pass duplicates='drop' to drop exact repeats, duplicates='keep' if "
-            f"annotators labelled items more than once by design, or clean the table first."
-        )
-    if duplicates == "drop":
-        kept = (f"kept: {messages[-1]}; each of those rows counts as a label (drop or keep "
-                f"one per pair first to count it once)" if conflict.any() else "")
-        if not repeat.any():
-            warn(kept[0].upper() + kept[1:] + ".")
-            return None
-        warn(f"dropped {repeat.sum()} row(s) that repeat an earlier row's item, annotator and "
-             f"label exactly (duplicates='drop')" + (f"; {kept}." if kept else "."))
-        return ~repeat
-    warn(f"{text}. Every row counts as an independent label, which inflates the label counts "
-         f"and narrows every interval. If the table was exported or joined twice, pass "
-         f"duplicates='drop'; if annotators labelled items more than once by design, pass "
-         f"duplicates='keep' to confirm; duplicates='error' refuses them.")
-    return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,7 +123,8 @@ class Annotations:
         Parameters
         ----------
         df : DataFrame
-            One row per annotation. Item and annotator ids must be present and
+            One row per annotation (crowd-kit's frame too: ``item="task"``,
+            ``annotator="worker"``). Item and annotator ids must be present and
             not empty or whitespace only (a ``ValueError`` names the rows). The
             same annotator may label the same item more than once: see
             ``duplicates``.
@@ -367,8 +218,8 @@ class Annotations:
             missing_fix=f"drop those rows (df[~df[{label!r}].isin({{codes}})])",
         )
         if duplicates != "keep":
-            kept = _repeats_handled(item_idx, annotator_idx, labels, items, annotators,
-                                    classes, duplicates)
+            kept = repeats_handled(item_idx, annotator_idx, labels, items, annotators,
+                                   classes, duplicates)
             if kept is not None:
                 item_idx, annotator_idx, labels = (item_idx[kept], annotator_idx[kept],
                                                    labels[kept])
@@ -439,8 +290,8 @@ class Annotations:
         >>> wide = pd.DataFrame({"u": [1, 0, 1], "v": [1, 1, None]}, index=["a", "b", "c"])
         >>> ann = cm.Annotations.from_wide(wide)
         """
-        matrix = _checked_wide(matrix, strip, missing)
-        long = _wide_to_long(matrix, classes, continuous)
+        matrix = checked_wide(matrix, strip, missing)
+        long = wide_to_long(matrix, classes, continuous)
         # continuous labels are converted (and checked) by parse_labels
         _, _, _, _, labels, classes = cls._parse_long(
             long, "item", "annotator", "label", classes, continuous, strip,
@@ -454,6 +305,109 @@ class Annotations:
         return cls._assemble(item_order.get_indexer(long["item"]),
                              ann_order.get_indexer(long["annotator"]), labels, item_order,
                              ann_order, classes, features, gold, strip=strip)
+
+    @classmethod
+    def from_label_studio(cls, path, *, from_name: str | None = None,
+                          **options) -> Annotations:
+        """Read a Label Studio JSON export: one label per annotation, gold from the
+        annotations flagged as ground truth (not counted as labels).
+
+        Parameters
+        ----------
+        path : str or Path
+            The project exported as JSON (tasks with ``annotations``).
+        from_name : str, optional
+            The question (control tag) to read, when the project asks several.
+        **options
+            ``classes``, ``features``, ``gold``, ``strip``, ``duplicates``, ``continuous``
+            (numeric ratings), as for :meth:`from_frame`.
+
+        Returns
+        -------
+        Annotations
+            Items are task ids, annotators ``completed_by``, both as text.
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile
+        >>> ask = lambda who, c: {"completed_by": who, "result": [
+        ...     {"from_name": "mood", "type": "choices", "value": {"choices": [c]}}]}
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "export.json"
+        >>> _ = path.write_text(json.dumps([{"id": 1, "annotations": [ask(7, "happy"),
+        ...     ask(8, "sad")]}, {"id": 2, "annotations": [ask(7, "sad"), ask(8, "sad")]}]))
+        >>> ann = cm.Annotations.from_label_studio(path)
+        """
+        return cls._from_export("label-studio", path, {"from_name": from_name}, options)
+
+    @classmethod
+    def from_prodigy(cls, path, *, label: str | None = None, **options) -> Annotations:
+        """Read Prodigy's JSONL (``prodigy db-out``): items by ``_input_hash``,
+        annotators by ``_annotator_id``; ``ignore`` answers are left out (counted).
+
+        Parameters
+        ----------
+        path : str or Path
+            One annotated task per line.
+        label : str, optional
+            For yes/no tasks about several labels, the one to read (its classes are
+            ``accept`` and ``reject``); choice tasks give the accepted option.
+        **options
+            As for :meth:`from_frame`.
+
+        Returns
+        -------
+        Annotations
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile
+        >>> rows = [{"_input_hash": h, "_annotator_id": a, "accept": [c], "answer": "accept"}
+        ...         for h, a, c in [(1, "ann", "A"), (1, "bo", "B"), (2, "ann", "B")]]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "db.jsonl"
+        >>> _ = path.write_text("\n".join(json.dumps(r) for r in rows))
+        >>> ann = cm.Annotations.from_prodigy(path)
+        """
+        return cls._from_export("prodigy", path, {"label": label}, options)
+
+    @classmethod
+    def from_sagemaker(cls, path, *, attribute: str | None = None,
+                       **options) -> Annotations:
+        """Read a SageMaker Ground Truth output manifest whose label attribute keeps
+        every worker's answer (``annotationsFromAllWorkers``); items by ``source-ref``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The output manifest (JSON lines).
+        attribute : str, optional
+            The label attribute (the job's name), when the manifest holds several.
+        **options
+            As for :meth:`from_frame`.
+
+        Returns
+        -------
+        Annotations
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile
+        >>> say = lambda w, c: {"workerId": w, "annotationData": {
+        ...     "content": json.dumps({"animal": {"label": c}})}}
+        >>> rows = [{"source-ref": "s3://b/1.jpg", "job": {"annotationsFromAllWorkers": [
+        ...     say("w1", "cat"), say("w2", "dog")]}}]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "output.manifest"
+        >>> _ = path.write_text("\n".join(json.dumps(r) for r in rows))
+        >>> ann = cm.Annotations.from_sagemaker(path)
+        """
+        return cls._from_export("sagemaker", path, {"attribute": attribute}, options)
+
+    @classmethod
+    def _from_export(cls, kind: str, path, reader: dict, options: dict) -> Annotations:
+        frame, gold = read_export(kind, path, **reader)
+        if frame.empty:
+            raise ValueError(f"{kind} file {str(path)!r} holds no labels to read.")
+        options.setdefault("gold", gold)
+        return cls.from_frame(frame, **options)
 
     @classmethod
     def _assemble(cls, item_idx, annotator_idx, labels, items, annotators, classes,

@@ -65,6 +65,16 @@ counts) is written, and ``annotators.csv`` gets, per annotator, the measured
 ``gold_sensitivity`` and ``gold_specificity``) beside the estimates, with
 ``n_gold_labels``; continuous labels get ``gold_rmse``.
 
+Input files: a CSV (``.csv.gz`` too; ``--no-header`` when its first line is
+data, the columns then named by number: ``--item 2 --annotator 1 --label 3``;
+``--encoding`` when it is not UTF-8), an Excel workbook (with openpyxl) or a
+Parquet file (with pyarrow), told by its content; or, with ``--format``, an
+export of a labelling tool: ``label-studio`` (its JSON export; annotations
+flagged as ground truth are the gold), ``prodigy`` (``prodigy db-out``
+JSONL), ``sagemaker`` (a Ground Truth output manifest that keeps every
+worker's answer), ``crowd-kit`` (a CSV of ``task, worker, label``);
+``--question`` names the question an export answers where it holds several.
+
 Input: item and annotator ids are read as written, as text (``00007`` and
 ``7`` are two items, ``NA`` is an id), in the labels, gold and features files
 alike, so ``items.csv`` and ``annotators.csv`` join back to the user's data.
@@ -136,6 +146,7 @@ from crowd_models.cli._options import (  # noqa: F401  (the names tests and user
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OUTPUT,
+    FORMATS,
     PRIORS,
     VARIANTS,
     WITHOUT_EM,
@@ -159,25 +170,32 @@ def _prior_help(prior: _Prior) -> str:
     return f"{prior.text}. " + "; ".join(places)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from crowd_models.models import MODEL_NAMES
-
-    p = _Parser(prog="crowd-models", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    f = sub.add_parser(
-        "fit", help="fit a long CSV of labels (one row per annotation)",
-        description="Fit a long CSV of labels (one row per annotation) and write a report.",
-        epilog="fit.nc records crowd_models_version, family, variant, method, priors and "
-               "command in its attrs (after NUTS also label_switched_chains, max_rhat, "
-               "min_ess_bulk, divergences). Attributes that are lists, dicts, booleans or None "
-               "are JSON text, named in json_attrs: json.loads(fit.attrs["
-               "'label_switched_chains']) gives a list of ints.")
+def _input_options(f: argparse.ArgumentParser) -> None:
+    """``fit``'s options for the input files: labels, their format and columns, gold."""
     data = f.add_argument_group("input")
-    data.add_argument("labels", help="CSV with one row per annotation")
-    data.add_argument("--item", default="item", help="item id column (default: item)")
-    data.add_argument("--annotator", default="annotator",
-                      help="annotator id column (default: annotator)")
-    data.add_argument("--label", default="label", help="label column (default: label)")
+    data.add_argument("labels", help="CSV with one row per annotation (.csv.gz too; .xlsx "
+                                     "with openpyxl installed, .parquet with pyarrow), or an "
+                                     "export named by --format")
+    data.add_argument("--format", choices=FORMATS, default="csv",
+                      help="csv (default); crowd-kit (a CSV of task, worker, label); "
+                           "label-studio (its JSON export; ground-truth annotations are the "
+                           "gold), prodigy (JSONL of prodigy db-out), sagemaker (a Ground Truth "
+                           "output manifest that keeps every worker's answer)")
+    data.add_argument("--question", metavar="NAME",
+                      help="the question an export answers, where it holds several: Label "
+                           "Studio's from_name, Prodigy's label, SageMaker's label attribute")
+    data.add_argument("--item", help="item id column (default: item; crowd-kit: task; "
+                                     "--no-header: its number, default 1)")
+    data.add_argument("--annotator", help="annotator id column (default: annotator; "
+                                          "crowd-kit: worker; --no-header: default 2)")
+    data.add_argument("--label", help="label column (default: label; --no-header: default 3)")
+    data.add_argument("--no-header", action="store_true",
+                      help="the file's first line is data, not column names: --item, "
+                           "--annotator, --label (and --gold-column) take column numbers, "
+                           "e.g. --item 2 --annotator 1 --label 3")
+    data.add_argument("--encoding", default="utf-8",
+                      help="text encoding of the labels, features and gold files (default: "
+                           "utf-8; e.g. latin-1, cp1252)")
     data.add_argument("--sep", default=",",
                       help="field separator of the labels file: one character, or \\t (or "
                            "tab) for tabs (default: ,). The features and gold files use it too "
@@ -207,6 +225,22 @@ def _parser() -> argparse.ArgumentParser:
     gold.add_argument("--gold-column", metavar="COL",
                       help="a column of the labels table that holds each item's gold label "
                            "(the same on every row of the item; empty where unknown)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from crowd_models.models import MODEL_NAMES
+
+    p = _Parser(prog="crowd-models", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser(
+        "fit", help="fit a long CSV of labels (one row per annotation)",
+        description="Fit a long CSV of labels (one row per annotation) and write a report.",
+        epilog="fit.nc records crowd_models_version, family, variant, method, priors and "
+               "command in its attrs (after NUTS also label_switched_chains, max_rhat, "
+               "min_ess_bulk, divergences). Attributes that are lists, dicts, booleans or None "
+               "are JSON text, named in json_attrs: json.loads(fit.attrs["
+               "'label_switched_chains']) gives a list of ints.")
+    _input_options(f)
     fam = f.add_argument_group("model")
     fam.add_argument("--model", default="two-coin", choices=[*sorted(MODEL_NAMES), "auto"],
                      help="model family (default: two-coin); auto: chosen without gold by "

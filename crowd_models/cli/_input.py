@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowd_models.cli._options import PRIORS, InputError, _names, _Plan, has_positive
+from crowd_models.cli._options import (
+    EXPORT_QUESTION,
+    PRIORS,
+    InputError,
+    _names,
+    _Plan,
+    has_positive,
+)
 
 
 # ------------------------------------------------------------------- input
@@ -33,16 +40,82 @@ documentation's list): every column but the ids keeps them."""
 
 
 def _read_csv(path: str, what: str, *, ids: tuple = (), first_id: bool = False,
-              **kwargs) -> pd.DataFrame:
-    """A CSV file as a table; the id columns named in ``ids`` (and the first column,
-    with ``first_id``) are read as written: text, never numbers ('00007' and '7'
-    stay two ids), and no id is read as missing ('NA' is an id, '' stays empty)."""
-    if ids or first_id:
-        columns = list(_read_file(path, what, nrows=0, sep=kwargs.get("sep", ",")).columns)
-        text = {c for i, c in enumerate(columns) if c in ids or (first_id and i == 0)}
+              header: bool = True, **kwargs) -> pd.DataFrame:
+    """A table file (CSV, or an Excel workbook or Parquet file, told by its content);
+    the id columns named in ``ids`` (and the first column, with ``first_id``) are
+    read as written: text, never numbers ('00007' and '7' stay two ids), and no id
+    is read as missing ('NA' is an id, '' stays empty). Without a ``header`` line
+    the columns are named by number from 1."""
+    kind = _file_kind(path, what)
+    if kind != "csv":
+        return _read_binary_table(path, what, kind, ids, header)
+    sep, encoding = kwargs.get("sep", ","), kwargs.get("encoding")
+    if not header:
+        width = _read_file(path, what, nrows=1, header=None, sep=sep, encoding=encoding)
+        kwargs.update(header=None, names=[str(i) for i in range(1, width.shape[1] + 1)])
+        columns = kwargs["names"]
+    elif ids or first_id:
+        columns = list(_read_file(path, what, nrows=0, sep=sep, encoding=encoding).columns)
+    else:
+        columns = []
+    text = {c for i, c in enumerate(columns) if c in ids or (first_id and i == 0)}
+    if text:
         kwargs.update(dtype={c: str for c in text}, keep_default_na=False,
                       na_values={c: list(_NA_TEXT) for c in columns if c not in text})
     return _read_file(path, what, **kwargs)
+
+
+_MAGIC = ((b"PK\x03\x04", "excel"), (b"\xd0\xcf\x11\xe0", "old excel"), (b"PAR1", "parquet"))
+"""The first bytes of an .xlsx workbook (a zip archive), an .xls workbook and a
+Parquet file."""
+
+
+def _file_kind(path: str, what: str) -> str:
+    """``"csv"``, ``"excel"``, ``"old excel"`` or ``"parquet"``, from the file's first
+    bytes (a zipped or gzipped CSV, named .zip or .gz, is a CSV)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return "csv"  # read_csv names the problem
+    if str(path).lower().endswith((".zip", ".gz")):
+        return "csv"
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), "csv")
+
+
+def _read_binary_table(path: str, what: str, kind: str, ids: tuple, header: bool):
+    """An Excel workbook (with openpyxl) or a Parquet file (with pyarrow), ids as text."""
+    import importlib.util
+
+    if kind == "parquet":
+        if importlib.util.find_spec("pyarrow") is None:
+            raise InputError(f"{what} file {path!r} is a Parquet file: install pyarrow (pip "
+                             f"install pyarrow) to read it, or save it as CSV.")
+        return pd.read_parquet(path)
+    if kind == "old excel" or importlib.util.find_spec("openpyxl") is None:
+        raise InputError(f"{what} file {path!r} is an Excel workbook: save it as CSV (UTF-8), "
+                         f"or pass an .xlsx with openpyxl installed (pip install openpyxl).")
+    table = pd.read_excel(path, header=0 if header else None, dtype=object)
+    if not header:
+        table.columns = [str(i) for i in range(1, table.shape[1] + 1)]
+    for column in ids:
+        if column in table.columns:
+            table[column] = table[column].map(lambda v: v if pd.isna(v) else str(v))
+    return table
+
+
+def _undecodable(path: str, encoding: str) -> tuple[int, int] | None:
+    """(line, byte) of the first line that ``encoding`` cannot decode."""
+    import gzip
+
+    opener = gzip.open if str(path).lower().endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode(encoding)
+            except UnicodeDecodeError as err:
+                return number, raw[err.start]
+    return None
 
 
 def _read_file(path: str, what: str, **kwargs) -> pd.DataFrame:
@@ -52,7 +125,18 @@ def _read_file(path: str, what: str, **kwargs) -> pd.DataFrame:
         raise InputError(f"{what} file {path!r} does not exist.") from None
     except (IsADirectoryError, PermissionError) as err:
         raise InputError(f"{what} file {path!r} cannot be read: {err.strerror}.") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+    except LookupError:
+        raise InputError(f"--encoding {kwargs.get('encoding')!r} is not an encoding Python "
+                         f"knows; e.g. utf-8, latin-1, cp1252.") from None
+    except UnicodeDecodeError as err:
+        encoding = kwargs.get("encoding") or "utf-8"
+        where = _undecodable(path, encoding)
+        at = (f"line {where[0]} holds the byte 0x{where[1]:02x}, which {encoding} cannot "
+              f"decode" if where else str(err))
+        raise InputError(f"{what} file {path!r} is not a readable CSV in {encoding}: {at}; "
+                         f"name the file's encoding with --encoding (e.g. latin-1 or "
+                         f"cp1252).") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"{what} file {path!r} is not a readable CSV: {first}") from None
 
@@ -105,7 +189,7 @@ def _gold_from_file(args, df: pd.DataFrame, sep: str) -> pd.Series:
     path = args.gold
     sep = _sniff_sep(path, sep)
     item = args.gold_item or args.item
-    g = _read_csv(path, "gold", sep=sep, ids=(item,))
+    g = _read_csv(path, "gold", sep=sep, ids=(item,), encoding=args.encoding)
     _check_columns(g, f"gold file {path!r}", {"the item ids": item}, sep)
     if item not in g.columns:
         raise InputError(f"gold file {path!r} has no column {item!r} for the item ids (name it "
@@ -221,18 +305,35 @@ def _numeric_classes(names: list[str], label: str) -> list:
     return values
 
 
-def _load(args, plan: _Plan):
-    import crowd_models as cm
+def _labels_table(args, plan: _Plan):
+    """The labels as a table, and the gold labels an export marks (or None)."""
+    if args.format in EXPORT_QUESTION:
+        from crowd_models._exports import read_export
 
-    df = _read_csv(args.labels, "labels", sep=plan.sep, ids=(args.item, args.annotator))
+        question = {EXPORT_QUESTION[args.format]: args.question}
+        try:
+            return read_export(args.format, args.labels, **question)
+        except (ValueError, KeyError, TypeError) as err:
+            raise InputError(f"--format {args.format}: {err}") from None
+        except UnicodeDecodeError as err:
+            raise InputError(f"{args.labels!r} is not UTF-8 text ({err.reason}); a "
+                             f"{args.format} export is JSON in UTF-8.") from None
+    df = _read_csv(args.labels, "labels", sep=plan.sep, ids=(args.item, args.annotator),
+                   header=not args.no_header, encoding=args.encoding)
     _check_columns(df, "labels", {"the item column": args.item,
                                   "the annotator column": args.annotator,
                                   "the label column": args.label}, plan.sep)
+    return df, None
+
+
+def _load(args, plan: _Plan):
+    import crowd_models as cm
+
+    df, gold = _labels_table(args, plan)
     features = None
     if args.features:
         features = _read_csv(args.features, "features", index_col=0, first_id=True,
-                             sep=_sniff_sep(args.features, plan.sep))
-    gold = None
+                             sep=_sniff_sep(args.features, plan.sep), encoding=args.encoding)
     if args.gold:
         gold = _gold_from_file(args, df, plan.sep)
     elif args.gold_column:

@@ -402,8 +402,48 @@ class _Plan:
                 + (self.model == "auto"))
 
 
+EXPORT_QUESTION = {"label-studio": "from_name", "prodigy": "label", "sagemaker": "attribute"}
+"""``--format`` names of labelling tools' exports, and the keyword of their reader
+that ``--question`` sets."""
+FORMATS = ("csv", "crowd-kit", *EXPORT_QUESTION)
+_COLUMN_FLAGS = (("--item", "item"), ("--annotator", "annotator"), ("--label", "label"))
+
+
+def _input_columns(args) -> None:
+    """``--format``, ``--no-header`` and the column options resolved to the labels
+    table's column names (a headerless file's columns are named by number)."""
+    given = {flag: getattr(args, name) for flag, name in _COLUMN_FLAGS}
+    if args.format in EXPORT_QUESTION:
+        used = [flag for flag, value in given.items() if value is not None]
+        used += ["--no-header"] * args.no_header + ["--gold-column"] * bool(args.gold_column)
+        if used:
+            raise InputError(f"{used[0]} is for table files; --format {args.format} names the "
+                             f"items, annotators and labels itself (--question picks what to "
+                             f"read where the export asks several questions).")
+        args.item, args.annotator, args.label = "item", "annotator", "label"
+        return
+    if args.question is not None:
+        raise InputError(f"--question is for --format {', '.join(EXPORT_QUESTION)}; a "
+                         f"{args.format} file names its columns with --item, --annotator, "
+                         f"--label.")
+    defaults = ("task", "worker", "label") if args.format == "crowd-kit" else (
+        "item", "annotator", "label")
+    if args.no_header:
+        defaults = ("1", "2", "3")
+        numbered = {**given, "--gold-column": args.gold_column}
+        for flag, value in numbered.items():
+            if value is not None and not (value.isdigit() and int(value) >= 1):
+                raise InputError(f"--no-header: {flag} takes the column's number (1 for the "
+                                 f"first column), got {value!r}; e.g. --item 2 --annotator 1 "
+                                 f"--label 3.")
+    for (_, name), default in zip(_COLUMN_FLAGS, defaults, strict=True):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
 def _plan(args) -> _Plan:
     """Check the arguments and their combinations (no file is read)."""
+    _input_columns(args)
     if args.model == "continuous":
         args.continuous = True
     elif args.continuous:
