@@ -38,6 +38,7 @@ FAST = [
     "report.metrics.accuracy",
     "report.plots.plot_annotators",
     "report.summary.annotator_summary",
+    "saved.open_fit",
     "selection.disagreement",
     "validation.replicate",
 ]

@@ -108,12 +108,14 @@ NUTS also ``label_switched_chains``, ``max_rhat``,
 ``min_ess_bulk`` and ``divergences``. netCDF attributes cannot hold an empty
 list and give a list of ints back as an array, so every attribute that is a
 list, dict, boolean or None is stored as JSON text; ``json_attrs`` (itself
-JSON) names them. Read them back with::
+JSON) names them. Read any ``fit.nc`` back with :func:`crowd_models.open_fit`,
+which returns the fit as it was (an EM Dataset, or a DataTree), attributes
+decoded, for every report function::
 
-    import json, xarray as xr
-    fit = xr.open_datatree("report/fit.nc", engine="h5netcdf")
-    switched = json.loads(fit.attrs["label_switched_chains"])  # a list of ints
-    priors = json.loads(fit.attrs["priors"])                   # a dict
+    import crowd_models as cm
+    fit = cm.open_fit("report/fit.nc")
+    switched = fit.attrs["label_switched_chains"]  # a list of ints (after NUTS)
+    table = cm.report.annotator_summary(fit)
 
 Intervals: ``--method nuts`` summarises the NUTS draws; ``--method map``
 (the default) draws 1000 times from the Laplace approximation at the mode

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import sys
@@ -22,6 +21,7 @@ from crowd_models.cli._options import (
     InputError,
     _names,
 )
+from crowd_models.saved import netcdf_attrs, save_fit  # noqa: F401
 
 
 # ------------------------------------------------------------------ output
@@ -78,35 +78,8 @@ def _package_version() -> str:
         return crowd_models.__version__
 
 
-def _json_default(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
-
-
-def netcdf_attrs(attrs: dict) -> dict:
-    """Attributes as netCDF can store them: lists, tuples, dicts, booleans and
-    None become JSON text, named (with ``stages``, already JSON) in
-    ``json_attrs``."""
-    out, as_json = {}, []
-    for key, value in attrs.items():
-        if isinstance(value, list | tuple | dict | bool | np.bool_) or value is None:
-            out[key] = json.dumps(value, default=_json_default)
-            as_json.append(key)
-        else:
-            out[key] = value
-    if isinstance(out.get("stages"), str) and "stages" not in as_json:
-        as_json.append("stages")
-    out["json_attrs"] = json.dumps(sorted(as_json))
-    return out
-
-
 def _write_fit(fit, path: Path, info: dict) -> None:
-    saved = fit.copy()
-    saved.attrs = netcdf_attrs({**fit.attrs, **info})
-    saved.to_netcdf(path, engine="h5netcdf")
+    save_fit(fit, path, info)
 
 
 def _planned_report(out: Path, entries: list[str], names: list[str]) -> None:

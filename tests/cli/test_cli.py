@@ -822,6 +822,12 @@ def test_fit_nuts_prints_and_records_the_diagnostics(small_csv, capsys):
     assert isinstance(switched, list)
     assert found[6] == (str(switched) if switched else "none")
     assert attrs["method"] == "nuts" and attrs["chains"] == 2 and attrs["random_seed"] == 3
+    # the one documented call reloads it for every report function
+    reloaded = cm.open_fit(out / "fit.nc")
+    assert reloaded.attrs["label_switched_chains"] == switched
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    again = cm.report.annotator_summary(reloaded).reindex(table.index)
+    np.testing.assert_allclose(again["sensitivity_mean"], table["sensitivity_mean"], atol=1e-9)
 
 
 @pytest.mark.slow

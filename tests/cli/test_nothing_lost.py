@@ -236,3 +236,27 @@ def test_output_is_readable_text(tmp_path, capsys):
     assert code == 2 and err.strip() == (
         "crowd-models: error: --sensitivity-prior '-1,2': a Beta prior needs A >= 1 and B >= 1 "
         "(1,1 is flat).")
+
+
+@pytest.mark.parametrize("method", ["em", "map"])
+def test_every_fit_file_reloads_through_open_fit(earlier, method, capsys):
+    """fit.nc of an EM fit (a Dataset) and of a MAP fit (a DataTree) both reload
+    with cm.open_fit and give the report's tables back."""
+    import crowd_models as cm
+
+    folder, _, _ = earlier
+    out = folder / method
+    assert main(["fit", str(folder / "labels.csv"), "--method", method, "--out",
+                 str(out)]) == 0
+    fit = cm.open_fit(out / "fit.nc")
+    assert fit.attrs["family"] == "two_coin" and fit.attrs["method"] == method
+    assert isinstance(fit.attrs["priors"], dict) and "json_attrs" not in fit.attrs
+    table = pd.read_csv(out / "annotators.csv", index_col=0, dtype={"annotator": str})
+    again = cm.report.annotator_summary(fit)
+    np.testing.assert_allclose(again.loc[table.index, "sensitivity_mean"],
+                               table["sensitivity_mean"], atol=1e-9)
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    ann = cm.Annotations.from_frame(pd.read_csv(folder / "labels.csv",
+                                                dtype={"item": str, "annotator": str}))
+    np.testing.assert_allclose(cm.report.item_table(fit, ann)["prob_1"].to_numpy(),
+                               items.loc[:, "prob_1"].to_numpy(), atol=1e-9)
