@@ -4,6 +4,7 @@ needs of them, before any fitting."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -326,7 +327,55 @@ def _labels_table(args, plan: _Plan):
     return df, None
 
 
+def _record_lines(path: str, sep: str, encoding: str, header: bool) -> list[int]:
+    """The line of the file on which each data row starts, as pandas reads the rows
+    (blank lines skipped, quoted fields over several lines counted)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if str(path).lower().endswith(".gz") else open
+    starts, last = [], 0
+    with opener(path, "rt", encoding=encoding, newline="") as handle:
+        reader = csv.reader(handle, delimiter=sep)
+        for record in reader:
+            if record:
+                starts.append(last + 1)
+            last = reader.line_num
+    return starts[1:] if header else starts
+
+
+def _in_file_lines(message: str, args, plan: _Plan) -> str:
+    """A message about table rows (``rows 3, 5``), with the labels file's lines."""
+    found = re.findall(r"\brows? ((?:\d+, )*\d+)", message)
+    if not found or args.format in EXPORT_QUESTION or _file_kind(args.labels, "") != "csv":
+        return message
+    try:
+        lines = _record_lines(args.labels, plan.sep, args.encoding, not args.no_header)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return message
+
+    def line(match) -> str:
+        numbers = [int(n) for n in match[1].split(", ")]
+        if any(n >= len(lines) for n in numbers):
+            return match[0]
+        return "line(s) " + ", ".join(str(lines[n]) for n in numbers)
+
+    message = re.sub(r"\brows? ((?:\d+, )*\d+)", line, message)
+    return message.replace(" row(s)", " line(s)")
+
+
 def _load(args, plan: _Plan):
+    """The annotations of the labels file (and features and gold), positions in
+    messages given as the file's lines."""
+    try:
+        return _parsed(args, plan)
+    except (ValueError, TypeError) as err:
+        raise InputError(_in_file_lines(str(err), args, plan)) from None
+    except InputError as err:
+        raise InputError(_in_file_lines(str(err), args, plan)) from None
+
+
+def _parsed(args, plan: _Plan):
     import crowd_models as cm
 
     df, gold = _labels_table(args, plan)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 import time
 import warnings
@@ -104,9 +105,28 @@ _CLI_HINTS = (("strip=True", "--strip"), ("classes=[...]", "--classes"),
 """Python-API advice in the library's messages and the command line's flag for it."""
 
 
+_CLI_WORDS = (
+    (r"Pass (item|annotator|label)='<column name>' to name it\.",
+     lambda m: f"Name it with --{m[1]} COL."),
+    (r"drop rows without a label first \(df\.dropna\(subset=\[[^\]]*\]\)\)",
+     lambda m: "delete the lines without a label first"),
+    (r"drop those rows \(df\[~df\[[^\]]*\]\.isin\((\[[^\]]*\])\)\]\)",
+     lambda m: f"delete the lines labelled {m[1]}"),
+    (r",? or clean them first \(\.str\.strip\(\)\)", lambda m: ""),
+    (r" ?\(df\.loc\[:, ~df\.columns\.duplicated\(\)\] keeps the first\)",
+     lambda m: " in the header line"),
+    (r"\(\.str\.lower\(\)\)", lambda m: "in the file"),
+    (r"\(e\.g\. \.astype\(str\)\)", lambda m: "in the file"),
+)
+"""Python advice in the library's messages, as a command-line user would act on it."""
+
+
 def _one_line(text: str) -> str:
-    """The message on one line, with the command line's flag beside API advice."""
+    """The message on one line, in the command line's words: Python advice rewritten,
+    and the command line's flag beside API keywords."""
     text = " ".join(str(text).split())
+    for pattern, words in _CLI_WORDS:
+        text = re.sub(pattern, words, text)
     flags = [flag for api, flag in _CLI_HINTS if api in text and flag not in text]
     if flags:
         text += f" (on the command line: {', '.join(flags)})"

@@ -334,7 +334,7 @@ def test_fit_continuous_via_model_name(continuous_csv, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--continuous"], "column 'label' holds 1 non-numeric value\\(s\\), e.g. 'high'"),
-    (["--model", "continuous"], "non-numeric value\\(s\\), e.g. 'high' \\(row 2\\)"),
+    (["--model", "continuous"], "non-numeric value\\(s\\), e.g. 'high' \\(line\\(s\\) 4\\)"),
     (["--bias"], "--bias and --scale apply to continuous labels; add --continuous"),
     (["--continuous", "--model", "dawid-skene"], "cannot be combined with --model dawid-skene"),
     (["--continuous", "--classes", "0,1"], "--classes does not apply to continuous"),
@@ -356,7 +356,7 @@ def test_continuous_nan_label_is_one_line(tmp_path, capsys):
                   "label": [0.5, None, 2.0]}).to_csv(tmp_path / "r.csv", index=False)
     code = main(["fit", str(tmp_path / "r.csv"), "--continuous", "--method", "em"])
     assert code == 2
-    assert "missing or empty on 1 row" in capsys.readouterr().err
+    assert "missing or empty on 1 line(s), e.g. line(s) 3" in capsys.readouterr().err
 
 
 @pytest.mark.slow

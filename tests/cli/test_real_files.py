@@ -125,3 +125,20 @@ def test_format_options_are_checked(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert re.search(message, err), err
+
+
+def test_messages_speak_the_command_line_and_count_file_lines(tmp_path, capsys):
+    """Column names as --item COL, fixes as actions on the file, and positions as the
+    file's lines (a blank line and a quoted field over two lines counted)."""
+    path = tmp_path / "labels.csv"
+    path.write_text('question,worker,answer\nq1,a,yes\n\nq1,b,\nq2,a,no\n"q\n3",b,\nq2,b,yes\n')
+    assert main(["fit", str(path), *EM, "--out", str(tmp_path / "o1")]) == 2
+    err = capsys.readouterr().err
+    assert "Name it with --item COL." in err and "item=" not in err
+    assert main(["fit", str(path), *EM, "--item", "question", "--annotator", "worker",
+                 "--label", "answer", "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "crowd-models: error: column 'answer' (the labels) is missing or empty on 2 line(s), "
+        "e.g. line(s) 4, 6. A row means an annotation was given: delete the lines without a "
+        "label first.")
