@@ -27,8 +27,8 @@ Variants (``variant=``):
 * ``"pooled"``: the hierarchical model with its spread fixed, one number for
   every row (``spread=``), by default chosen by empirical Bayes
   (:func:`empirical_spread`). With the spread fixed the posterior has a mode,
-  so this variant has an EM (its M-step a convex problem, solved by warm-started
-  L-BFGS) and a MAP that reproduces it; the joint mode of the hierarchical
+  so this variant has an EM (its M-step a convex problem, solved by Newton's
+  method on its arrow-shaped Hessian) and a MAP that reproduces it; the joint mode of the hierarchical
   variant, spread and offsets together, is pulled toward spread 0 (a joint
   mode over a scale and the effects it scales favours small scales), which
   would give every annotator the population's confusion. It pools
@@ -726,9 +726,9 @@ def em(
     until an EM step moves no parameter by more than ``tol``; ``accelerate``
     (default) extrapolates the EM steps by SQUAREM (``_common.iterate_em_map``),
     which reaches the same fixed point in fewer steps; ``accelerate=False`` runs
-    plain EM. The pooled variant's M-step is 25 warm-started L-BFGS iterations
-    on its concave objective (the rows given the expected counts), its start
-    one exact M-step from majority vote; ``spread=None`` first runs
+    plain EM. The pooled variant's M-step is one warm-started Newton step on
+    its concave objective (the rows given the expected counts), its start one
+    exact M-step from majority vote; ``spread=None`` first runs
     :func:`empirical_spread` (a pooled EM at spread 1), then the EM at that spread
     from the start.
 
