@@ -64,8 +64,9 @@ def case(name, ann, repeat):
     fixed, t_fixed = median_time(lambda: ds.em(ann, variant="pooled", spread=spread), repeat)
     pooled, t_pooled = median_time(lambda: ds.em(ann, variant="pooled"), repeat)
     rows = pooled["confusion_mean"].values.reshape(ann.n_classes, ann.n_classes)
+    acc_full = accuracy(ann, full["item_class_prob"].values[0, 0])
     print(f"{name:>14}: J={ann.n_annotators:>3} labels={ann.n_annotations:>5} | vote "
-          f"{accuracy(ann, vote):.4f} full {accuracy(ann, full['item_class_prob'].values[0, 0]):.4f}"
+          f"{accuracy(ann, vote):.4f} full {acc_full:.4f}"
           f" pooled {accuracy(ann, pooled['item_class_prob'].values[0, 0]):.4f} | spread "
           f"{spread:.3f}, population diagonal >= {np.diag(rows).min():.2f} | full {t_full:.3f} s,"
           f" spread {t_spread:.3f} s + pooled EM {t_fixed:.3f} s | pooled/full "

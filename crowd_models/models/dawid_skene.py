@@ -28,8 +28,8 @@ Variants (``variant=``):
   every row (``spread=``), by default chosen by empirical Bayes
   (:func:`empirical_spread`). With the spread fixed the posterior has a mode,
   so this variant has an EM (its M-step a convex problem, solved by Newton's
-  method on its arrow-shaped Hessian) and a MAP that reproduces it; the joint mode of the hierarchical
-  variant, spread and offsets together, is pulled toward spread 0 (a joint
+  method on its arrow-shaped Hessian) and a MAP that reproduces it; the joint
+  mode of the hierarchical variant, spread and offsets together, is pulled toward spread 0 (a joint
   mode over a scale and the effects it scales favours small scales), which
   would give every annotator the population's confusion. It pools
   each annotator's rows toward the population on the log-odds scale, so an
