@@ -39,6 +39,10 @@ COUNTS = {
     "sentiment": (1000, 85, 20000, [0, 1], 1000),
     "adult_content": (11040, 825, 92721, [0, 1, 2, 3], 333),
     "relevance": (20232, 766, 98453, [0, 1, 2, 3], 4460),
+    # extra_crowds/README.md: duchenne keeps every row (12,590 repeat a pair)
+    "mozafari": (1000, 83, 5000, [0, 1], 1000),
+    "duchenne": (2134, 64, 30319, [0, 1], 159),
+    "wsd": (177, 34, 1770, [1, 2, 3], 177),
 }
 
 # name: (value stated in the shared README, value the files give)
@@ -55,6 +59,9 @@ MAJORITY_VOTE = {
     "sentiment": (0.932, 0.9320),
     "adult_content": (0.766, 0.7628),
     "relevance": (0.543, 0.5357),
+    "mozafari": (None, 0.6960),
+    "duchenne": (None, 0.7233),
+    "wsd": (None, 0.9944),
 }
 
 # bundled file -> raw file, relative to their data folders
@@ -86,6 +93,11 @@ BUNDLED = {
     **{f"zheng2017/{name}/{part}": f"zheng2017/{name}/{part.removesuffix('.gz')}"
        for name in ("sentiment", "adult_content", "relevance")
        for part in ("answer.csv.gz", "truth.csv")},
+    **{f"{name}/{part}": f"extra_crowds/{name}/{part}"
+       for name, parts in (("mozafari", ("labels.txt", "evaluation.txt", "LICENSE-2.0.html")),
+                           ("duchenne", ("mturklabels.txt", "groundtruth.txt", "license.txt")),
+                           ("wsd", ("wsd.standardized.tsv",)))
+       for part in parts},
 }
 # a bundled ``.gz`` file is the raw file gzip-compressed: compared decompressed
 # made here from the raw files (each with the script that makes it), not copies
@@ -444,3 +456,31 @@ def test_gi_lesions_split_binary_and_bad_k():
     for k in (0, 51, 2.0, True):
         with pytest.raises(ValueError, match=r"numbered 1..50"):
             datasets.load_gi_lesions_split(k)
+
+
+def test_duchenne_repeats_and_text_ids(loaded):
+    """The README's counts of repeated (image, worker) pairs, and each
+    ``duplicates=`` choice doing what the docstring says."""
+    ann = loaded["duchenne"]
+    pairs = ann.item_idx.astype(np.int64) * ann.n_annotators + ann.annotator_idx
+    _, per_pair = np.unique(pairs, return_counts=True)
+    assert len(per_pair) == 17729
+    assert int(np.sum(per_pair > 1)) == 6446
+    assert int(np.sum(per_pair - 1)) == 12590
+    assert list(ann.items[:2]) == ["0001", "0002"]  # text: leading zeros kept
+    assert "2001" in list(ann.items) and 2001 not in list(ann.items)
+    with pytest.warns(UserWarning, match="dropped 11032 row"):
+        dropped = datasets.load_duchenne(duplicates="drop")
+    assert dropped.n_annotations == 30319 - 11032
+    assert dropped.n_items == 2134 and int(np.sum(dropped.gold >= 0)) == 159
+    with pytest.raises(ValueError, match="1558 \\(item, annotator\\) pair"):
+        datasets.load_duchenne(duplicates="error")
+
+
+@pytest.mark.parametrize("name", ["mozafari", "wsd"])
+def test_extra_crowds_have_no_repeats(loaded, name):
+    loader = datasets.DATASETS[name]
+    strict = loader(duplicates="error")  # nothing to refuse
+    assert strict.n_annotations == loaded[name].n_annotations
+    assert all(isinstance(i, str) for i in strict.items[:5])
+    assert all(isinstance(a, str) for a in strict.annotators[:5])
