@@ -165,20 +165,6 @@ def check_method(method: str, options: dict) -> str:
     return method
 
 
-def _optimiser_options(method: str, options: dict, ftol, gtol: float, n: int) -> dict:
-    """scipy's options for ``method``: the user's, then the tolerances, then (L-BFGS-B)
-    ``pm.find_MAP``'s budget of 200 evaluations per parameter."""
-    opts = dict(options)
-    for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
-        if name in _METHOD_OPTIONS[method]:
-            opts.setdefault(name, value)
-    if method == "L-BFGS-B":
-        opts.setdefault("maxiter", 200 * n)
-        opts.setdefault("maxfun", 200 * n)
-        opts.setdefault("maxcor", LBFGS_MAXCOR)
-    return opts
-
-
 def _objective(fns, shapes, *, jacobian=False):
     """The negative log posterior and its gradient on one raveled vector, counting
     calls; with ``jacobian``, the negative log density of the unconstrained
@@ -509,15 +495,12 @@ class Mode:
 
 
 class ModeSearch:
-    """fit_map's search for the posterior mode of one model: :meth:`climb` from a
-    start, :meth:`polish` near a mode, the checks and ``optimizer_result`` of the mode
-    reached, and :meth:`laplace` at it.
-
-    ``fns`` are the model's compiled functions (``_points.functions_of``), ``shapes``
-    its value variables' shapes; ``method`` and ``options`` are fit_map's, checked
-    by :func:`check_method`, and ``ftol``, ``gtol`` its tolerances (None: the
-    defaults). The polish runs after L-BFGS-B only, when the user has not set its
-    budget (``maxiter``). One objective counts the evaluations of every run."""
+    """fit_map's search for the posterior mode of one model (``fns``, its compiled
+    functions; ``shapes``, its value variables'): :meth:`climb` from a start,
+    :meth:`polish` near a mode, the checks and ``optimizer_result`` of the mode reached,
+    and :meth:`laplace` at it. ``method``, ``options`` (checked by :func:`check_method`),
+    ``ftol`` and ``gtol`` (None: the defaults) are fit_map's; the polish follows
+    L-BFGS-B only, when the user has not set its budget (``maxiter``)."""
 
     def __init__(self, fns, shapes, method: str, options: dict, *, ftol, gtol, polish: bool,
                  n_observed: int, progressbar: bool):
@@ -526,14 +509,18 @@ class ModeSearch:
         self.polishes = polish and method == "L-BFGS-B" and "maxiter" not in options
         # the scaled L-BFGS-B stops earlier by default when the polish may follow
         self.scaled_ftol = LBFGS_FTOL if self.polishes and ftol is None else None
-        size = max(sum(int(np.prod(s, dtype=int)) for s in shapes), 1)
-        self.options = _optimiser_options(method, options, ftol, self.gtol, size)
+        # scipy's options: the user's, else the tolerances and (L-BFGS-B) find_MAP's budget
+        defaults = {"ftol": 1e-15 if ftol is None else ftol, "gtol": self.gtol}
+        if method == "L-BFGS-B":
+            budget = 200 * max(sum(int(np.prod(s, dtype=int)) for s in shapes), 1)
+            defaults.update(maxiter=budget, maxfun=budget, maxcor=LBFGS_MAXCOR)
+        self.options = {**{k: v for k, v in defaults.items() if k in _METHOD_OPTIONS[method]},
+                        **options}
         self.n_observed, self.progressbar = n_observed, progressbar
         self.fun = _objective(fns, shapes)
 
     def converged(self, mode: Mode) -> bool:
-        """Whether ``mode``'s largest gradient entry is within :data:`MAX_GRADIENT` per
-        observed item (else the optimiser stalled, or the density is unbounded)."""
+        """Whether ``mode``'s largest gradient entry is within :data:`MAX_GRADIENT` per item."""
         return mode.max_gradient <= MAX_GRADIENT * self.n_observed
 
     def climb(self, x0_parts) -> Mode:
