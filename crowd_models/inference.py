@@ -108,7 +108,7 @@ def fit_map(
     or ``"em"``; ``attrs["em_log_posterior"]``).
 
     ``laplace=True`` adds a Laplace approximation of the posterior (see
-    ``_laplace``): a Gaussian on the unconstrained (transformed) variables
+    ``_optimise.ModeSearch.laplace``): a Gaussian on the unconstrained (transformed) variables
     centred at the mode of *their* density, ``model.logp(jacobian=True)``
     (found by Newton steps from the MAP; it is not the MAP, whose objective has
     no Jacobian), with covariance the inverse Hessian of ``-logp(jacobian=True)``
