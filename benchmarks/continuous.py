@@ -55,7 +55,7 @@ def _simulated(n_labels: int, noise: str = "gaussian"):
 
 
 def _max_difference(fit, em_fit) -> float:
-    from crowd_models.inference import posterior_of
+    from crowd_models._fits import posterior_of
 
     post = posterior_of(fit)
     names = [n for n in ("precision", "bias", "scale", "coef", "true_value") if n in em_fit]

@@ -59,7 +59,7 @@ from pymc.blocking import DictToArrayBijection
 
 import crowd_models as cm
 from crowd_models import report
-from crowd_models.inference import posterior_of
+from crowd_models._fits import posterior_of
 from crowd_models.models import two_coin
 
 SENSITIVITY = np.array([0.90, 0.80, 0.57, 0.60, 0.55])

@@ -1,7 +1,10 @@
-"""The optimiser behind ``fit_map``: scaled L-BFGS, the Newton polish, the EM
-comparison, the boundary check and the Laplace approximation."""
+"""The mode search behind ``fit_map`` (:class:`ModeSearch`): scaled L-BFGS, the
+Newton polish, the boundary check and the Laplace approximation, and the settings
+of fit_map's comparison with the family's EM."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import xarray as xr
@@ -11,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from crowd_models import _compiled
 from crowd_models import _dims as D
-from crowd_models._points import _group
+from crowd_models._points import group_dataset
 from crowd_models._text import warn
 
 MAX_GRADIENT = 1e-6
@@ -148,7 +151,8 @@ _USES_GRADIENT = {"L-BFGS-B", "BFGS", "CG", "Newton-CG", "trust-krylov", "trust-
 _USES_HESSP = {"Newton-CG", "trust-krylov", "trust-ncg"}
 
 
-def _check_method(method: str, options: dict) -> str:
+def check_method(method: str, options: dict) -> str:
+    """fit_map's ``method`` in scipy's spelling, after checking it and its ``options``."""
     canonical = {m.lower(): m for m in _METHOD_OPTIONS}
     if not isinstance(method, str) or method.lower() not in canonical:
         raise ValueError(f"method={method!r} is not one fit_map supports; use one of "
@@ -399,6 +403,12 @@ LAPLACE_EIGEN_FLOOR = 1e-10
 exceeds this times its largest."""
 
 
+BOUNDARY_Z = 20.0
+"""fit_map warns when a constrained parameter's unconstrained value exceeds this
+in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
+below 2e-9): the mode sits on the edge of the support."""
+
+
 def _difference_hessian(fun, x) -> np.ndarray:
     """The Hessian at ``x`` from central differences of ``fun``'s gradient, one
     coordinate at a time (2 x size evaluations), symmetrised."""
@@ -413,170 +423,9 @@ def _difference_hessian(fun, x) -> np.ndarray:
     return (hess + hess.T) / 2
 
 
-def _laplace(model, fns, x_map, shapes, draws, random_seed) -> dict:
-    """The Laplace approximation at the mode of the unconstrained variables' density
-    (``logp(jacobian=True)``): ``{"laplace": draws, "laplace_approximation":
-    the Gaussian}``, or ``{}`` with a UserWarning where the Hessian there is not
-    positive definite.
-
-    The mode: L-BFGS-B from the MAP point (close to it: the two objectives
-    differ by the log Jacobian, O(1) against a log-likelihood that grows with
-    the data), then one Newton step with the difference Hessian, which is then
-    taken at the mode as the approximation's precision."""
-    fun = _objective(fns, shapes, jacobian=True)
-    with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
-        value, grad = fun(x_map)
-        x = x_map
-        if np.isfinite(value) and x.size:
-            res = minimize(fun, x_map, jac=True, method="L-BFGS-B",
-                           options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 200 * x.size,
-                                    "maxcor": LBFGS_MAXCOR})
-            x = np.asarray(res.x, dtype=float)
-        hess = _difference_hessian(fun, x)
-    eigen = np.linalg.eigvalsh(hess) if x.size else np.ones(1)
-    if not (np.all(np.isfinite(hess)) and eigen[0] > LAPLACE_EIGEN_FLOOR * max(eigen[-1], 0)):
-        warn(
-            f"laplace=True: the Hessian of the negative log density of the unconstrained "
-            f"variables at its mode is not positive definite (eigenvalues from {eigen[0]:.3g} "
-            f"to {eigen[-1]:.3g}): the mode sits on a ridge or on the edge of the support, "
-            f"where a Gaussian approximation does not exist. No Laplace draws were made; use "
-            f"cm.sample for the uncertainty.")
-        return {}
-    chol = np.linalg.cholesky(hess)
-    # one Newton step to the mode, then draws x + L^-T z (covariance H^-1)
-    x = x - np.linalg.solve(chol.T, np.linalg.solve(chol, fun(x)[1]))
-    rng = np.random.default_rng(random_seed)
-    z = rng.standard_normal((draws, x.size))
-    values = x + np.linalg.solve(chol.T, z.T).T
-    to_constrained = fns.constrained()
-    names = fns.constrained_names()
-    rows = [to_constrained(*_compiled.split_vector(v, shapes)) for v in values]
-    post = {name: np.stack([np.asarray(r[k]) for r in rows])[None]
-            for k, name in enumerate(names)}
-    group = _group(model, post, (D.CHAIN, D.DRAW))
-    group.attrs.update(method="laplace", density="logp(jacobian=True), unconstrained",
-                       log_density_at_mode=-float(fun(x)[0]), draws=draws)
-    labels = _result_dataset(OptimizeResult(x=x, jac=np.zeros_like(x), fun=0.0, success=True,
-                                            status=0, message=""), "laplace", fns,
-                             shapes)["variables"].values
-    gaussian = xr.Dataset(
-        {"mean": (("variables",), x),
-         "covariance": (("variables", "variables_"), np.linalg.inv(hess))},
-        coords={"variables": labels, "variables_": labels},
-    )
-    return {"laplace": xr.DataTree(group), "laplace_approximation": xr.DataTree(gaussian)}
-
-
-BOUNDARY_Z = 20.0
-"""fit_map warns when a constrained parameter's unconstrained value exceeds this
-in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
-below 2e-9): the mode sits on the edge of the support."""
-
-
-def _check_boundary_mode(fns, x, shapes) -> None:
-    """Warn when the MAP puts transformed parameters on the edge of their support."""
-    model = fns.model
-    intended = set(getattr(model, "crowd_sparse", ()))  # exact zeros the prior is built for
-    edges = []
-    for var, part in zip(fns.value_vars, _compiled.split_vector(x, shapes), strict=True):
-        rv = model.values_to_rvs[var]
-        if model.rvs_to_transforms.get(rv) is None or rv.name in intended:
-            continue
-        hit = np.abs(np.asarray(part)) > BOUNDARY_Z
-        if hit.any():
-            edges.append(f"{rv.name} ({int(hit.sum())} of {hit.size})")
-    if edges:
-        warn(
-            f"the MAP sits on the boundary of the support for {', '.join(edges)} (a rate "
-            f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
-            f"curvature-based intervals there mean nothing. Use the default priors, or "
-            f"cm.sample for the uncertainty.")
-
-
-def _climb(fns, x0_parts, method, opts, *, polish, gtol, n_obs, progressbar,
-           scaled_ftol=None):
-    """One optimiser run from ``x0_parts`` and, when it stops near but short of a
-    mode, the polish: (result, largest gradient entry, stages, polished).
-
-    L-BFGS-B runs on variables scaled by the curvature probe at the start (a
-    diagonal preconditioner; two gradient evaluations) where the probe is to be
-    trusted (:func:`_curvature_probe`), with ``ftol`` = ``scaled_ftol`` when
-    given: on the two-coin family, whose curvatures differ by orders of
-    magnitude between parameters with few and many labels, that saves most of
-    its iterations. The polish is Newton-CG (:func:`_newton_polish`) where the
-    probe is trusted at L-BFGS's point, else ``trust-krylov`` on
-    central-difference Hessian-vector products."""
-    shapes = [np.shape(v) for v in x0_parts]
-    x0 = _compiled.ravel_parts(x0_parts)
-    fun = _objective(fns, shapes)
-    with np.errstate(all="ignore"):
-        f0, g0 = fun(x0)
-    if not np.isfinite(f0):
-        raise ValueError("the log posterior is not finite at the start; give a start inside "
-                         "the priors' support (fit_map(model, start=...)).")
-    with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
-        scale = None
-        if method == "L-BFGS-B" and np.all(np.isfinite(g0)):
-            diag = _curvature_probe(fun, x0, g0)
-            scale = None if diag is None else _lbfgs_scale(diag, g0)
-        run_opts = opts if scale is None or scaled_ftol is None else {**opts,
-                                                                      "ftol": scaled_ftol}
-        res = _optimise(fns, x0, shapes, method, run_opts, progressbar=progressbar,
-                        scale=scale, fun=fun)
-    max_grad = float(np.max(np.abs(res.jac))) if res.jac.size else 0.0
-    stages = [{**_stage(method, res, max_grad), "scaled": scale is not None,
-               "evaluations": fun.calls}]  # the start and the probe included
-    if scale is not None and max_grad > MAX_GRADIENT * n_obs:
-        # the probe's curvatures misled it (a start on the edge of the support,
-        # where the curvature vanishes): plain L-BFGS-B from its point
-        calls = fun.calls
-        with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
-            res = _optimise(fns, np.asarray(res.x, dtype=float), shapes, method, opts,
-                            progressbar=progressbar, fun=fun)
-        max_grad = float(np.max(np.abs(res.jac))) if res.jac.size else 0.0
-        stages.append({**_stage(method, res, max_grad), "scaled": False,
-                       "evaluations": fun.calls - calls})
-    polished = False
-    if polish:
-        res, max_grad, stage, polished = _polish(fns, fun, shapes, res, max_grad, gtol=gtol,
-                                                 n_obs=n_obs, progressbar=progressbar)
-        stages += stage
-    return res, max_grad, stages, polished, fun
-
-
-def _polish(fns, fun, shapes, res, max_grad, *, gtol, n_obs, progressbar):
-    """The polish after L-BFGS-B, when its largest gradient entry lies between
-    :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` per observed item: Newton-CG
-    (to :data:`POLISH_TARGET` times the first), else ``trust-krylov`` where no
-    Newton step helps. Returns (result, largest gradient entry, stages, the
-    polish's name or False where L-BFGS's point stands)."""
-    if not POLISH_GRADIENT * n_obs < max_grad <= MAX_GRADIENT * n_obs:
-        return res, max_grad, [], False
-    calls = fun.calls
-    target = max(min(gtol, 1e-10), POLISH_TARGET * POLISH_GRADIENT * n_obs)
-    try:
-        with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
-            name, res2 = "newton-cg", _newton_polish(
-                fun, np.asarray(res.x, dtype=float), float(res.fun),
-                np.asarray(res.jac, dtype=float), gtol=target, progressbar=progressbar)
-            if res2 is None:  # no Newton step helped
-                name, res2 = "trust-krylov", _optimise(
-                    fns, res.x, shapes, "trust-krylov",
-                    {"gtol": min(gtol, 1e-10), "max_trust_radius": POLISH_RADIUS},
-                    exact_hessp=False, progressbar=progressbar, label="polish", fun=fun)
-    except ParameterValueError as error:
-        # a trial step where one of PyMC's parameter checks fails (a ZeroSumNormal's
-        # zero mean, checked to 1e-9, lost to rounding far out): the polish is
-        # optional, L-BFGS's point stands
-        return res, max_grad, [{"method": "polish", "success": False,
-                                "message": f"stopped: {error}", "iterations": -1,
-                                "evaluations": fun.calls - calls,
-                                "log_posterior": -float(res.fun), "max_gradient": max_grad}], False
-    grad2 = float(np.max(np.abs(res2.jac)))
-    stage = {**_stage(name, res2, grad2), "evaluations": fun.calls - calls}
-    if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
-        return res2, grad2, [stage], name
-    return res, max_grad, [stage], False
+def _largest(grad) -> float:
+    """The largest gradient entry in magnitude (0 for a model without parameters)."""
+    return float(np.max(np.abs(grad))) if np.size(grad) else 0.0
 
 
 def _stage(method, res, max_grad) -> dict:
@@ -584,6 +433,15 @@ def _stage(method, res, max_grad) -> dict:
     return {"method": method, "success": bool(res.success), "message": str(res.message),
             "iterations": int(res.get("nit", -1)), "evaluations": int(res.get("nfev", -1)),
             "log_posterior": -float(res.fun), "max_gradient": max_grad}
+
+
+def _variable_names(fns, shapes) -> list[str]:
+    """The raveled point's entries by name: ``v`` for a scalar, ``v[i]`` for an array."""
+    names = []
+    for v, shape in zip(fns.value_vars, shapes, strict=True):
+        size = int(np.prod(shape, dtype=int))
+        names += [v.name] if shape == () else [f"{v.name}[{i}]" for i in range(size)]
+    return names
 
 
 class _Progress:
@@ -612,16 +470,220 @@ class _Progress:
             self.bar.stop()
 
 
-def _result_dataset(res, method, fns, shapes) -> xr.Dataset:
-    names = []
-    for v, shape in zip(fns.value_vars, shapes, strict=True):
-        size = int(np.prod(shape, dtype=int))
-        names += [v.name] if shape == () else [f"{v.name}[{i}]" for i in range(size)]
-    per = ("variables",)
-    return xr.Dataset(
-        {"x": (per, np.asarray(res.x, dtype=float)), "jac": (per, np.asarray(res.jac)),
-         "fun": float(res.fun), "success": bool(res.success), "status": int(res.status),
-         "message": str(res.message), "nit": int(res.get("nit", -1)),
-         "nfev": int(res.get("nfev", -1)), "method": method},
-        coords={"variables": names},
-    )
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """A point the mode search reached: scipy's ``result`` there (the final stage's),
+    its largest gradient entry on the unconstrained scale, the optimiser runs that led
+    to it (``attrs["stages"]``), the polish that finished it (its name, or False where
+    L-BFGS's point stands) and whether the polish has been tried on it."""
+
+    result: OptimizeResult
+    max_gradient: float
+    stages: tuple = ()
+    polished: str | bool = False
+    polish_tried: bool = False
+
+    @property
+    def point(self) -> np.ndarray:
+        """The unconstrained point, raveled."""
+        return np.asarray(self.result.x, dtype=float)
+
+    @property
+    def log_posterior(self) -> float:
+        """``model.logp(jacobian=False)`` at the point: what fit_map maximises."""
+        return -float(self.result.fun)
+
+
+class ModeSearch:
+    """fit_map's search for the posterior mode of one model (``fns``, its compiled
+    functions; ``shapes``, its value variables'): :meth:`climb` from a start,
+    :meth:`polish` near a mode, the checks and ``optimizer_result`` of the mode reached,
+    and :meth:`laplace` at it. ``method``, ``options`` (checked by :func:`check_method`),
+    ``ftol`` and ``gtol`` (None: the defaults) are fit_map's; the polish follows
+    L-BFGS-B only, when the user has not set its budget (``maxiter``)."""
+
+    def __init__(self, fns, shapes, method: str, options: dict, *, ftol, gtol, polish: bool,
+                 n_observed: int, progressbar: bool):
+        self.fns, self.shapes, self.method = fns, shapes, method
+        self.gtol = 1e-9 if gtol is None else gtol
+        self.polishes = polish and method == "L-BFGS-B" and "maxiter" not in options
+        # the scaled L-BFGS-B stops earlier by default when the polish may follow
+        self.scaled_ftol = LBFGS_FTOL if self.polishes and ftol is None else None
+        # scipy's options: the user's, else the tolerances and (L-BFGS-B) find_MAP's budget
+        defaults = {"ftol": 1e-15 if ftol is None else ftol, "gtol": self.gtol}
+        if method == "L-BFGS-B":
+            budget = 200 * max(sum(int(np.prod(s, dtype=int)) for s in shapes), 1)
+            defaults.update(maxiter=budget, maxfun=budget, maxcor=LBFGS_MAXCOR)
+        self.options = {**{k: v for k, v in defaults.items() if k in _METHOD_OPTIONS[method]},
+                        **options}
+        self.n_observed, self.progressbar = n_observed, progressbar
+        self.fun = _objective(fns, shapes)
+
+    def converged(self, mode: Mode) -> bool:
+        """Whether ``mode``'s largest gradient entry is within :data:`MAX_GRADIENT` per item."""
+        return mode.max_gradient <= MAX_GRADIENT * self.n_observed
+
+    def climb(self, x0_parts) -> Mode:
+        """One optimiser run from ``x0_parts`` (the value variables, unconstrained).
+
+        L-BFGS-B runs on variables scaled by the curvature probe at the start (a
+        diagonal preconditioner; two gradient evaluations) where the probe is to be
+        trusted (:func:`_curvature_probe`), with ``ftol`` = :data:`LBFGS_FTOL` when the
+        polish may follow: on the two-coin family, whose curvatures differ by orders
+        of magnitude between parameters with few and many labels, that saves most of
+        its iterations. Where the scaled run stops short of a mode, plain L-BFGS-B
+        continues from its point."""
+        fun, method, calls = self.fun, self.method, self.fun.calls
+        x0 = _compiled.ravel_parts(x0_parts)
+        with np.errstate(all="ignore"):
+            f0, g0 = fun(x0)
+        if not np.isfinite(f0):
+            raise ValueError("the log posterior is not finite at the start; give a start "
+                             "inside the priors' support (fit_map(model, start=...)).")
+        with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
+            scale = None
+            if method == "L-BFGS-B" and np.all(np.isfinite(g0)):
+                diag = _curvature_probe(fun, x0, g0)
+                scale = None if diag is None else _lbfgs_scale(diag, g0)
+            options = self.options if scale is None or self.scaled_ftol is None else {
+                **self.options, "ftol": self.scaled_ftol}
+            res = _optimise(self.fns, x0, self.shapes, method, options,
+                            progressbar=self.progressbar, scale=scale, fun=fun)
+        max_grad = _largest(res.jac)
+        stages = [{**_stage(method, res, max_grad), "scaled": scale is not None,
+                   "evaluations": fun.calls - calls}]  # the start and the probe included
+        if scale is not None and max_grad > MAX_GRADIENT * self.n_observed:
+            # the probe's curvatures misled it (a start on the edge of the support,
+            # where the curvature vanishes): plain L-BFGS-B from its point
+            calls = fun.calls
+            with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
+                res = _optimise(self.fns, np.asarray(res.x, dtype=float), self.shapes, method,
+                                self.options, progressbar=self.progressbar, fun=fun)
+            max_grad = _largest(res.jac)
+            stages.append({**_stage(method, res, max_grad), "scaled": False,
+                           "evaluations": fun.calls - calls})
+        return Mode(res, max_grad, tuple(stages))
+
+    def polish(self, mode: Mode) -> Mode:
+        """``mode`` after the polish, which runs once on a mode and only where fit_map
+        polishes: when L-BFGS-B's largest gradient entry lies between
+        :data:`POLISH_GRADIENT` and :data:`MAX_GRADIENT` per observed item, Newton-CG
+        (:func:`_newton_polish`, to :data:`POLISH_TARGET` times the first), else
+        ``trust-krylov`` where no Newton step helps. Its point is kept where it
+        reaches a smaller gradient without lowering the log posterior."""
+        if mode.polish_tried or not self.polishes:
+            return mode
+        res, max_grad, fun = mode.result, mode.max_gradient, self.fun
+        tried = dataclasses.replace(mode, polish_tried=True)
+        if not POLISH_GRADIENT * self.n_observed < max_grad <= MAX_GRADIENT * self.n_observed:
+            return tried
+        calls = fun.calls
+        target = max(min(self.gtol, 1e-10), POLISH_TARGET * POLISH_GRADIENT * self.n_observed)
+        try:
+            with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
+                name, res2 = "newton-cg", _newton_polish(
+                    fun, mode.point, float(res.fun), np.asarray(res.jac, dtype=float),
+                    gtol=target, progressbar=self.progressbar)
+                if res2 is None:  # no Newton step helped
+                    name, res2 = "trust-krylov", _optimise(
+                        self.fns, res.x, self.shapes, "trust-krylov",
+                        {"gtol": min(self.gtol, 1e-10), "max_trust_radius": POLISH_RADIUS},
+                        exact_hessp=False, progressbar=self.progressbar, label="polish",
+                        fun=fun)
+        except ParameterValueError as error:
+            # a trial step where one of PyMC's parameter checks fails (a ZeroSumNormal's
+            # zero mean, checked to 1e-9, lost to rounding far out): the polish is
+            # optional, L-BFGS's point stands
+            return dataclasses.replace(tried, stages=(*mode.stages, {
+                "method": "polish", "success": False, "message": f"stopped: {error}",
+                "iterations": -1, "evaluations": fun.calls - calls,
+                "log_posterior": mode.log_posterior, "max_gradient": max_grad}))
+        grad2 = float(np.max(np.abs(res2.jac)))
+        stages = (*mode.stages, {**_stage(name, res2, grad2), "evaluations": fun.calls - calls})
+        if grad2 < max_grad and res2.fun <= res.fun + 1e-12 * max(1.0, abs(res.fun)):
+            return Mode(res2, grad2, stages, name, polish_tried=True)
+        return dataclasses.replace(tried, stages=stages)
+
+    def check_boundary(self, mode: Mode) -> None:
+        """Warn when ``mode`` puts transformed parameters on the edge of their support."""
+        model = self.fns.model
+        intended = set(getattr(model, "crowd_sparse", ()))  # exact zeros the prior is built for
+        edges = []
+        for var, part in zip(self.fns.value_vars, self.parts(mode), strict=True):
+            rv = model.values_to_rvs[var]
+            if model.rvs_to_transforms.get(rv) is None or rv.name in intended:
+                continue
+            hit = np.abs(np.asarray(part)) > BOUNDARY_Z
+            if hit.any():
+                edges.append(f"{rv.name} ({int(hit.sum())} of {hit.size})")
+        if edges:
+            warn(
+                f"the MAP sits on the boundary of the support for {', '.join(edges)} (a rate "
+                f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
+                f"curvature-based intervals there mean nothing. Use the default priors, or "
+                f"cm.sample for the uncertainty.")
+
+    def parts(self, mode: Mode) -> list[np.ndarray]:
+        """``mode``'s point as the value variables' arrays."""
+        return _compiled.split_vector(mode.point, self.shapes)
+
+    def result_dataset(self, mode: Mode) -> xr.Dataset:
+        """``optimizer_result``: the final stage's scipy result at ``mode``, by variable."""
+        res, per = mode.result, ("variables",)
+        return xr.Dataset(
+            {"x": (per, np.asarray(res.x, dtype=float)), "jac": (per, np.asarray(res.jac)),
+             "fun": float(res.fun), "success": bool(res.success), "status": int(res.status),
+             "message": str(res.message), "nit": int(res.get("nit", -1)),
+             "nfev": int(res.get("nfev", -1)), "method": mode.polished or self.method},
+            coords={"variables": _variable_names(self.fns, self.shapes)},
+        )
+
+    def laplace(self, mode: Mode, draws: int, random_seed) -> tuple | None:
+        """The Laplace approximation at the mode of the unconstrained variables' density
+        (``logp(jacobian=True)``) next to ``mode``: (``draws`` draws from it, the
+        Gaussian's ``mean`` and ``covariance``), or None with a UserWarning where the
+        Hessian there is not positive definite.
+
+        That mode: L-BFGS-B from the MAP point (close to it: the two objectives differ
+        by the log Jacobian, O(1) against a log-likelihood that grows with the data),
+        then one Newton step with the difference Hessian, which is then taken at the
+        mode as the approximation's precision."""
+        fns, shapes = self.fns, self.shapes
+        fun = _objective(fns, shapes, jacobian=True)
+        with threadpool_limits(1, user_api="blas"), np.errstate(all="ignore"):
+            value, grad = fun(mode.point)
+            x = mode.point
+            if np.isfinite(value) and x.size:
+                res = minimize(fun, x, jac=True, method="L-BFGS-B",
+                               options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 200 * x.size,
+                                        "maxcor": LBFGS_MAXCOR})
+                x = np.asarray(res.x, dtype=float)
+            hess = _difference_hessian(fun, x)
+        eigen = np.linalg.eigvalsh(hess) if x.size else np.ones(1)
+        if not (np.all(np.isfinite(hess)) and eigen[0] > LAPLACE_EIGEN_FLOOR * max(eigen[-1], 0)):
+            warn(
+                f"laplace=True: the Hessian of the negative log density of the unconstrained "
+                f"variables at its mode is not positive definite (eigenvalues from "
+                f"{eigen[0]:.3g} to {eigen[-1]:.3g}): the mode sits on a ridge or on the edge "
+                f"of the support, where a Gaussian approximation does not exist. No Laplace "
+                f"draws were made; use cm.sample for the uncertainty.")
+            return None
+        chol = np.linalg.cholesky(hess)
+        # one Newton step to the mode, then draws x + L^-T z (covariance H^-1)
+        x = x - np.linalg.solve(chol.T, np.linalg.solve(chol, fun(x)[1]))
+        z = np.random.default_rng(random_seed).standard_normal((draws, x.size))
+        values = x + np.linalg.solve(chol.T, z.T).T
+        to_constrained = fns.constrained()
+        rows = [to_constrained(*_compiled.split_vector(v, shapes)) for v in values]
+        post = {name: np.stack([np.asarray(r[k]) for r in rows])[None]
+                for k, name in enumerate(fns.constrained_names())}
+        laplace = group_dataset(fns.model, post, (D.CHAIN, D.DRAW))
+        laplace.attrs.update(method="laplace", density="logp(jacobian=True), unconstrained",
+                             log_density_at_mode=-float(fun(x)[0]), draws=draws)
+        names = _variable_names(fns, shapes)
+        gaussian = xr.Dataset(
+            {"mean": (("variables",), x),
+             "covariance": (("variables", "variables_"), np.linalg.inv(hess))},
+            coords={"variables": names, "variables_": names},
+        )
+        return laplace, gaussian

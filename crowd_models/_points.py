@@ -133,6 +133,7 @@ class _Functions:
 
 
 def functions_of(model: pm.Model) -> _Functions:
+    """The model's compiled functions, made on first use and kept on the model."""
     fns = model.__dict__.get("_crowd_functions")
     if fns is None:
         fns = model.__dict__["_crowd_functions"] = _Functions(model)
@@ -242,7 +243,7 @@ def _inside_support(model: pm.Model, point: dict) -> dict:
     return out
 
 
-def _unconstrained_start(model: pm.Model, start) -> list[np.ndarray]:
+def unconstrained_start(model: pm.Model, start) -> list[np.ndarray]:
     """The value variables (transformed scale) at ``start``: a fit, a dict (missing
     variables from ``model.crowd_start``, else PyMC's initial point) or None."""
     fns = functions_of(model)
@@ -260,7 +261,7 @@ def _unconstrained_start(model: pm.Model, start) -> list[np.ndarray]:
     return [np.asarray(v, dtype=float) for v in values]
 
 
-def _labels_per_annotator(model) -> np.ndarray | None:
+def annotator_label_counts(model) -> np.ndarray | None:
     """Labels per annotator from the model's long table (None without one)."""
     if "annotator_idx" not in model.named_vars or D.ANNOTATOR not in model.coords:
         return None
@@ -268,7 +269,7 @@ def _labels_per_annotator(model) -> np.ndarray | None:
     return np.bincount(codes, minlength=len(model.coords[D.ANNOTATOR]))
 
 
-def _n_observed(model: pm.Model) -> int:
+def n_observed(model: pm.Model) -> int:
     """The number of observed elements (items, for the families)."""
     obs = pm.backends.arviz.find_observations(model)
     return max(1, sum(int(np.size(v)) for v in obs.values()))
@@ -283,7 +284,7 @@ def _coords(model: pm.Model, dims, shape) -> dict:
     return out
 
 
-def _group(model: pm.Model, values: dict, sample_dims: tuple) -> xr.Dataset:
+def group_dataset(model: pm.Model, values: dict, sample_dims: tuple) -> xr.Dataset:
     """A Dataset of named arrays whose leading axes are ``sample_dims``, with the
     model's dims and coords."""
     data, coords = {}, {}
@@ -300,18 +301,18 @@ def _group(model: pm.Model, values: dict, sample_dims: tuple) -> xr.Dataset:
     return xr.Dataset(data, coords=coords)
 
 
-def _data_groups(model: pm.Model) -> dict:
+def data_groups(model: pm.Model) -> dict:
     """``observed_data`` and ``constant_data`` of the model."""
     out = {}
     for group, values in (("observed_data", pm.backends.arviz.find_observations(model)),
                           ("constant_data", pm.backends.arviz.find_constants(model))):
         if values:
-            out[group] = xr.DataTree(_group(model, {k: np.asarray(v) for k, v in values.items()},
-                                            ()))
+            arrays = {k: np.asarray(v) for k, v in values.items()}
+            out[group] = xr.DataTree(group_dataset(model, arrays, ()))
     return out
 
 
-def _point_outputs(model: pm.Model, value_parts, sample_shape=()) -> tuple[dict, dict]:
+def point_outputs(model: pm.Model, value_parts, sample_shape=()) -> tuple[dict, dict]:
     """(posterior values, element-wise log-likelihoods) at the value variables;
     with ``sample_shape``, every part carries those leading axes and the compiled
     point function is applied draw by draw."""
@@ -333,11 +334,12 @@ def _point_outputs(model: pm.Model, value_parts, sample_shape=()) -> tuple[dict,
             dict(zip(observed, shaped[len(names):], strict=True)))
 
 
-def _point_tree(model: pm.Model, value_parts) -> xr.DataTree:
-    post, ll = _point_outputs(model, value_parts)
-    groups = {"posterior": xr.DataTree(_group(model, post, (D.CHAIN, D.DRAW))),
-              "log_likelihood": xr.DataTree(_group(model, ll, (D.CHAIN, D.DRAW)))}
-    tree = xr.DataTree(children={**groups, **_data_groups(model)})
+def point_tree(model: pm.Model, value_parts) -> xr.DataTree:
+    """A one-draw DataTree at the value variables: posterior, log_likelihood, data, family."""
+    post, ll = point_outputs(model, value_parts)
+    groups = {"posterior": xr.DataTree(group_dataset(model, post, (D.CHAIN, D.DRAW))),
+              "log_likelihood": xr.DataTree(group_dataset(model, ll, (D.CHAIN, D.DRAW)))}
+    tree = xr.DataTree(children={**groups, **data_groups(model)})
     tree.attrs.update(family_attrs(model))
     return tree
 
@@ -364,7 +366,8 @@ def check_protocol(model: pm.Model) -> None:
          f"model's crowd_start and crowd_family from the original's.")
 
 
-def _check_count(value, name: str, minimum: int) -> int:
+def check_count(value, name: str, minimum: int) -> int:
+    """``value`` as an int, after checking that it is an integer of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer, got {value!r}.")
     if value < minimum:
@@ -372,7 +375,7 @@ def _check_count(value, name: str, minimum: int) -> int:
     return int(value)
 
 
-def _untransformed_point(model, parts) -> dict:
+def untransformed_point(model, parts) -> dict:
     """The start for ``pm.sample(initvals=...)``: one dict, so that PyMC compiles one
     small initial-point function (its only compilation in a warm call) for all chains."""
     fns = functions_of(model)

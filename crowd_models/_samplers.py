@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from crowd_models import _compiled, _kernels
 from crowd_models import _dims as D
-from crowd_models._points import _untransformed_point
+from crowd_models._points import untransformed_point
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 """The NUTS implementations :func:`sample` runs, the default first.
@@ -39,7 +39,8 @@ its NUTS kernel (1.6 and 1.7) does not take."""
 _SAMPLER_PACKAGE = {"nutpie": "nutpie", "numpyro": "numpyro"}
 
 
-def _check_sampler(nuts_sampler) -> str:
+def check_sampler(nuts_sampler) -> str:
+    """sample's ``nuts_sampler`` (None: the default), after checking that it is installed."""
     if nuts_sampler is None:
         return SAMPLERS[0]
     if nuts_sampler not in SAMPLERS:
@@ -125,8 +126,8 @@ def _jittered_starts(bound, x0, shapes, chains, rng) -> list[np.ndarray]:
     return starts
 
 
-def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
-               target_accept, progressbar, jitter, **kwargs):
+def pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
+              target_accept, progressbar, jitter, **kwargs):
     """PyMC's NUTS on the cached compiled log density: (value-variable draws, stats)."""
     from pymc.backends.ndarray import NDArray
     from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
@@ -138,8 +139,8 @@ def _pymc_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_
     starts = _jittered_starts(bound, x0, shapes, chains, rng) if jitter else [x0] * chains
     potential = QuadPotentialDiagAdapt(x0.size, np.mean(starts, axis=0), np.ones(x0.size), 10,
                                        rng=rng.spawn(1)[0])
-    initvals = ([_untransformed_point(model, _compiled.split_vector(x, shapes)) for x in starts]
-                if jitter else _untransformed_point(model, parts))
+    initvals = ([untransformed_point(model, _compiled.split_vector(x, shapes)) for x in starts]
+                if jitter else untransformed_point(model, parts))
     step = pm.NUTS(vars=fns.value_vars, model=model, potential=potential,
                    target_accept=target_accept, initial_point=point,
                    logp_dlogp_func=_NutsLogp(bound, shapes), rng=rng.spawn(1)[0], **kwargs)
@@ -198,8 +199,8 @@ def _nutpie_model(model, bound, shapes, progressbar):
     return compiled
 
 
-def _nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
-                 target_accept, progressbar, jitter, **kwargs):
+def nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random_seed,
+                target_accept, progressbar, jitter, **kwargs):
     """nutpie's NUTS on its compiled model, cached per structure: (value-variable
     draws, stats). Each chain starts at the given point, jittered (as for PyMC's
     sampler) from the chain's own seed, so a seed gives the same chains."""
@@ -243,11 +244,11 @@ def _nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, rando
     return value_draws, stats
 
 
-def _external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, cores,
-                   random_seed, target_accept, progressbar, **kwargs):
+def external_nuts(model, fns, parts, nuts_sampler, *, draws, tune, chains, cores,
+                  random_seed, target_accept, progressbar, **kwargs):
     """NumPyro through ``pm.sample`` (JAX; compiles on every call): (value-variable
     draws, stats)."""
-    post_start = _untransformed_point(model, parts)
+    post_start = untransformed_point(model, parts)
     _kernels.register_jax()  # the long-table operation's JAX form
     idata = pm.sample(
         draws=draws, tune=tune, chains=chains, cores=cores, model=model,

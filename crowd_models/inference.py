@@ -8,6 +8,7 @@ dims and coords as the families' EM Datasets, plus an item-level
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -22,39 +23,34 @@ from scipy.optimize import linear_sum_assignment
 from crowd_models import _compiled, _trust
 from crowd_models import _dims as D
 from crowd_models._fits import has_laplace, posterior_of
-from crowd_models._optimise import (  # noqa: F401  (constants tests and benchmarks read)
-    _METHOD_OPTIONS,
+from crowd_models._optimise import (  # noqa: F401  (settings the docs and tests read here)
     EM_AGREEMENT,
     LBFGS_FTOL,
     LBFGS_MAXCOR,
     MAX_GRADIENT,
     POLISH_GAIN,
-    _check_boundary_mode,
-    _check_method,
-    _climb,
-    _laplace,
-    _polish,
-    _result_dataset,
+    ModeSearch,
+    check_method,
 )
 from crowd_models._points import (
-    _check_count,
-    _data_groups,
-    _group,
-    _labels_per_annotator,
-    _n_observed,
-    _point_outputs,
-    _point_tree,
-    _unconstrained_start,
+    annotator_label_counts,
+    check_count,
     check_protocol,
+    data_groups,
     family_attrs,
     functions_of,
+    group_dataset,
+    n_observed,
+    point_outputs,
+    point_tree,
+    unconstrained_start,
 )
-from crowd_models._samplers import (  # noqa: F401
+from crowd_models._samplers import (  # noqa: F401  (SAMPLERS: the docs and tests read it here)
     SAMPLERS,
-    _check_sampler,
-    _external_nuts,
-    _nutpie_nuts,
-    _pymc_nuts,
+    check_sampler,
+    external_nuts,
+    nutpie_nuts,
+    pymc_nuts,
 )
 from crowd_models._text import warn
 
@@ -112,7 +108,7 @@ def fit_map(
     or ``"em"``; ``attrs["em_log_posterior"]``).
 
     ``laplace=True`` adds a Laplace approximation of the posterior (see
-    ``_laplace``): a Gaussian on the unconstrained (transformed) variables
+    ``_optimise.ModeSearch.laplace``): a Gaussian on the unconstrained (transformed) variables
     centred at the mode of *their* density, ``model.logp(jacobian=True)``
     (found by Newton steps from the MAP; it is not the MAP, whose objective has
     no Jacobian), with covariance the inverse Hessian of ``-logp(jacobian=True)``
@@ -143,112 +139,87 @@ def fit_map(
         raise TypeError(f"fit_map expects a pymc Model, got {type(model).__name__}.")
     if not isinstance(laplace, bool | np.bool_):
         raise TypeError(f"laplace must be True or False, got {laplace!r}.")
-    if laplace:
-        laplace_draws = _check_count(laplace_draws, "laplace_draws", 2)
-    explicit = {k: v for k, v in (("ftol", ftol), ("gtol", gtol)) if v is not None}
-    method = _check_method(method, {**options, **explicit})
-    gtol = 1e-9 if gtol is None else gtol
+    laplace_draws = check_count(laplace_draws, "laplace_draws", 2) if laplace else 0
+    tolerances = {k: v for k, v in (("ftol", ftol), ("gtol", gtol)) if v is not None}
+    method = check_method(method, {**options, **tolerances})
     t0 = time.perf_counter()
     check_protocol(model)
     fns = functions_of(model)
     fns.progressbar = bool(progressbar)
-    compare = compare_em and start is None and callable(getattr(model, "crowd_em", None))
-    if start is None:
-        start = getattr(model, "crowd_start", None)
-    x0_parts = _unconstrained_start(model, start)
-    shapes = [np.shape(v) for v in x0_parts]
-    n = max(sum(int(np.size(v)) for v in x0_parts), 1)
-    polish = polish and method == "L-BFGS-B" and "maxiter" not in options
-    # the scaled L-BFGS-B stops earlier by default when the polish may follow
-    scaled_ftol = LBFGS_FTOL if polish and ftol is None else None
-    opts = _optimiser_options(method, options, ftol, gtol, n)
-    n_obs = _n_observed(model)
-    # with the EM comparison ahead, polish after it: a mode the EM beats by more
-    # than any polish gains is not worth polishing
-    compare = compare and "maxiter" not in options
-    res, max_grad, stages, polished, fun = _climb(
-        fns, x0_parts, method, opts, polish=polish and not compare, gtol=gtol, n_obs=n_obs,
-        progressbar=progressbar, scaled_ftol=scaled_ftol)
-    extra = {}
-    em_lp = None
-    # compare modes only: not a run cut short on purpose or one that stalled
-    if compare and max_grad <= MAX_GRADIENT * n_obs:
-        # the family's EM from the same start: on multimodal posteriors (Dawid-Skene
-        # with K = 5 on web search) the two climb to different local optima
-        with warnings.catch_warnings():
-            # the EM's own warnings (non-convergence, boundary, chance) describe the
-            # EM; this fit is checked below
-            warnings.simplefilter("ignore", UserWarning)
-            em_fit = model.crowd_em()
-        em_lp = float(em_fit.attrs["log_posterior"])
-    clear_gap = em_lp is not None and em_lp + float(res.fun) > POLISH_GAIN * max(
-        1.0, abs(float(res.fun)))
-    if polish and compare and not clear_gap:
-        res, max_grad, stage, polished = _polish(fns, fun, shapes, res, max_grad, gtol=gtol,
-                                                 n_obs=n_obs, progressbar=progressbar)
-        stages += stage
-    if em_lp is not None:
-        map_lp = -float(res.fun)
-        extra = {"em_log_posterior": em_lp, "optimum": "map"}
-        if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
-            if em_lp > map_lp:
-                em_res = _climb(fns, _unconstrained_start(model, em_fit), method, opts,
-                                polish=polish, gtol=gtol, n_obs=n_obs, progressbar=progressbar,
-                                scaled_ftol=scaled_ftol)
-                if -float(em_res[0].fun) > map_lp:
-                    res, max_grad, polished = em_res[0], em_res[1], em_res[3]
-                    stages += [{**st, "start": "em"} for st in em_res[2]]
-                    extra["optimum"] = "em"
-                elif polish and clear_gap:  # (not expected) the majority-vote mode stands
-                    res, max_grad, stage, polished = _polish(
-                        fns, fun, shapes, res, max_grad, gtol=gtol, n_obs=n_obs,
-                        progressbar=progressbar)
-                    stages += stage
-            _warn_two_modes(map_lp, em_lp, extra["optimum"])
-    fit = _map_tree(model, fns, res, shapes, max_grad, n_obs,
-                    attrs=dict(polished=int(bool(polished)), stages=json.dumps(stages), **extra),
-                    result_method=polished or method)
-    if laplace:
-        for name, group in _laplace(model, fns, np.asarray(res.x, dtype=float), shapes,
-                                    laplace_draws, random_seed).items():
-            fit[name] = group
+    # the EM comparison: from the default start, for a family with an EM, and not on a
+    # run cut short on purpose
+    compare = (compare_em and start is None and callable(getattr(model, "crowd_em", None))
+               and "maxiter" not in options)
+    x0 = unconstrained_start(model, getattr(model, "crowd_start", None) if start is None
+                             else start)
+    search = ModeSearch(fns, [np.shape(v) for v in x0], method, options, ftol=ftol, gtol=gtol,
+                        polish=polish, n_observed=n_observed(model), progressbar=progressbar)
+    mode = search.climb(x0)
+    comparison = {}
+    if compare and search.converged(mode):  # not on a run that stalled
+        mode, comparison = _compare_with_em(model, search, mode)
+    mode = search.polish(mode)  # (where the comparison has not)
+    fit = _map_tree(model, search, mode, comparison, laplace_draws, random_seed)
     fit.attrs["seconds"] = time.perf_counter() - t0
     return fit
 
 
-def _map_tree(model, fns, res, shapes, max_grad, n_obs, *, attrs, result_method):
-    """fit_map's DataTree at the optimiser's point, after its convergence, boundary and
-    chance checks."""
+def _compare_with_em(model, search, mode):
+    """fit_map's comparison with the family's EM from the same start: (the higher
+    mode, the attrs that record the comparison).
+
+    On multimodal posteriors (Dawid-Skene with K = 5 on web search) the two climb
+    to different local optima. The optimiser's mode is polished first, unless the
+    EM's is higher by more than any polish gains (:data:`POLISH_GAIN`); where the
+    EM's is higher by more than :data:`EM_AGREEMENT`, the search climbs again from
+    the EM's point and keeps that mode if it is higher (its stages marked
+    ``"start": "em"``), and a warning gives both log posteriors."""
+    with warnings.catch_warnings():
+        # the EM's own warnings (non-convergence, boundary, chance) describe the EM;
+        # this fit is checked when its tree is built
+        warnings.simplefilter("ignore", UserWarning)
+        em_fit = model.crowd_em()
+    em_lp = float(em_fit.attrs["log_posterior"])
+    if em_lp - mode.log_posterior <= POLISH_GAIN * max(1.0, abs(mode.log_posterior)):
+        mode = search.polish(mode)
+    map_lp, optimum = mode.log_posterior, "map"
+    if abs(em_lp - map_lp) > EM_AGREEMENT * max(1.0, abs(map_lp)):
+        if em_lp > map_lp:
+            em_mode = search.polish(search.climb(unconstrained_start(model, em_fit)))
+            if em_mode.log_posterior > map_lp:
+                optimum = "em"
+                mode = dataclasses.replace(em_mode, stages=(
+                    *mode.stages, *({**stage, "start": "em"} for stage in em_mode.stages)))
+        _warn_two_modes(map_lp, em_lp, optimum)
+    return mode, {"em_log_posterior": em_lp, "optimum": optimum}
+
+
+def _map_tree(model, search, mode, comparison, laplace_draws, random_seed) -> xr.DataTree:
+    """fit_map's DataTree at ``mode``, after its convergence, boundary and chance
+    checks: the point's groups, ``optimizer_result``, the Laplace groups (with
+    ``laplace_draws``) and the attrs."""
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
-    if max_grad > MAX_GRADIENT * n_obs:
+    if not search.converged(mode):
         warn(
-            f"the MAP optimiser stopped without converging ({res.message}, largest gradient "
-            f"{max_grad:.2g} over {n_obs} observed items); try another start.")
-    _check_boundary_mode(fns, res.x, shapes)
-    fit = _point_tree(model, _compiled.split_vector(res.x, shapes))
-    _trust.check_chance(posterior_of(fit), _labels_per_annotator(model), what="the MAP")
-    fit["optimizer_result"] = xr.DataTree(_result_dataset(res, result_method, fns, shapes))
-    fit.attrs.update(log_posterior=-float(res.fun), max_gradient=max_grad, method="map",
-                     **attrs)
+            f"the MAP optimiser stopped without converging ({mode.result.message}, largest "
+            f"gradient {mode.max_gradient:.2g} over {search.n_observed} observed items); try "
+            f"another start.")
+    search.check_boundary(mode)
+    fit = point_tree(model, search.parts(mode))
+    _trust.check_chance(posterior_of(fit), annotator_label_counts(model), what="the MAP")
+    fit["optimizer_result"] = xr.DataTree(search.result_dataset(mode))
+    fit.attrs.update(log_posterior=mode.log_posterior, max_gradient=mode.max_gradient,
+                     method="map", polished=int(bool(mode.polished)),
+                     stages=json.dumps(list(mode.stages)), **comparison)
+    laplace = search.laplace(mode, laplace_draws, random_seed) if laplace_draws else None
+    if laplace is not None:
+        fit["laplace"], fit["laplace_approximation"] = (xr.DataTree(g) for g in laplace)
     return fit
 
 
-def _optimiser_options(method: str, options: dict, ftol, gtol: float, n: int) -> dict:
-    """scipy's options for ``method``: the user's, then the tolerances, then (L-BFGS-B)
-    ``pm.find_MAP``'s budget of 200 evaluations per parameter."""
-    opts = dict(options)
-    for name, value in (("ftol", 1e-15 if ftol is None else ftol), ("gtol", gtol)):
-        if name in _METHOD_OPTIONS[method]:
-            opts.setdefault(name, value)
-    if method == "L-BFGS-B":
-        opts.setdefault("maxiter", 200 * n)
-        opts.setdefault("maxfun", 200 * n)
-        opts.setdefault("maxcor", LBFGS_MAXCOR)
-    return opts
-
-
 def _warn_two_modes(map_lp: float, em_lp: float, optimum: str) -> None:
+    """Warn that the optimiser and the EM reached different modes, naming the one returned."""
     warn(
         f"from the majority-vote start the optimiser reached a mode with log posterior "
         f"{map_lp:.6f} and the family's EM one with {em_lp:.6f}: the posterior has "
@@ -336,16 +307,16 @@ def sample(
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"sample expects a pymc Model, got {type(model).__name__}.")
-    draws = _check_count(draws, "draws", 1)
-    tune = _check_count(tune, "tune", 0)
-    chains = _check_count(chains, "chains", 1)
+    draws = check_count(draws, "draws", 1)
+    tune = check_count(tune, "tune", 0)
+    chains = check_count(chains, "chains", 1)
     if cores is not None:
-        cores = _check_count(cores, "cores", 1)
+        cores = check_count(cores, "cores", 1)
     if target_accept is None:
         target_accept = getattr(model, "crowd_target_accept", 0.9)
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept}.")
-    nuts_sampler = _check_sampler(nuts_sampler)
+    nuts_sampler = check_sampler(nuts_sampler)
     t0 = time.perf_counter()
     fns = functions_of(model)
     fns.progressbar = bool(progressbar)
@@ -354,24 +325,24 @@ def sample(
     cores = min(chains, os.cpu_count() or 1) if cores is None else cores
     t_sample = time.perf_counter()
     if nuts_sampler in ("pymc", "nutpie"):
-        run = _pymc_nuts if nuts_sampler == "pymc" else _nutpie_nuts
+        run = pymc_nuts if nuts_sampler == "pymc" else nutpie_nuts
         value_draws, stats = run(model, fns, parts, shapes, draws=draws, tune=tune,
                                  chains=chains, cores=cores, random_seed=random_seed,
                                  target_accept=target_accept, progressbar=progressbar,
                                  jitter=jitter, **kwargs)
     else:
-        value_draws, stats = _external_nuts(model, fns, parts, nuts_sampler, draws=draws,
-                                            tune=tune, chains=chains, cores=cores,
-                                            random_seed=random_seed,
-                                            target_accept=target_accept,
-                                            progressbar=progressbar, **kwargs)
+        value_draws, stats = external_nuts(model, fns, parts, nuts_sampler, draws=draws,
+                                           tune=tune, chains=chains, cores=cores,
+                                           random_seed=random_seed,
+                                           target_accept=target_accept,
+                                           progressbar=progressbar, **kwargs)
     sampling_seconds = time.perf_counter() - t_sample
-    post, ll = _point_outputs(model, value_draws, sample_shape=(chains, draws))
+    post, ll = point_outputs(model, value_draws, sample_shape=(chains, draws))
     idata = xr.DataTree(children={
-        "posterior": xr.DataTree(_group(model, post, (D.CHAIN, D.DRAW))),
-        "sample_stats": xr.DataTree(_group(model, stats, (D.CHAIN, D.DRAW))),
-        "log_likelihood": xr.DataTree(_group(model, ll, (D.CHAIN, D.DRAW))),
-        **_data_groups(model),
+        "posterior": xr.DataTree(group_dataset(model, post, (D.CHAIN, D.DRAW))),
+        "sample_stats": xr.DataTree(group_dataset(model, stats, (D.CHAIN, D.DRAW))),
+        "log_likelihood": xr.DataTree(group_dataset(model, ll, (D.CHAIN, D.DRAW))),
+        **data_groups(model),
     })
     idata.attrs.update(method="nuts", nuts_sampler=nuts_sampler,
                        sampling_seconds=sampling_seconds, **family_attrs(model))
@@ -380,7 +351,7 @@ def sample(
         switched = label_switched_chains(idata, reference)
         idata.attrs["label_switched_chains"] = switched
         _warn_switched(switched, chains)
-    _trust.check_chance(idata.posterior.to_dataset(), _labels_per_annotator(model),
+    _trust.check_chance(idata.posterior.to_dataset(), annotator_label_counts(model),
                         what="the posterior (mean)")
     idata.attrs["seconds"] = time.perf_counter() - t0
     return idata
@@ -401,20 +372,20 @@ def _nuts_start(model, start, progressbar):
         # a large gradient or infinite coordinates at the optimiser's stop mean the
         # density is unbounded there, e.g. a centred hierarchical scale -> 0
         if not np.all(np.isfinite(x)) or (
-                map_fit.attrs["max_gradient"] > MAX_GRADIENT * _n_observed(model)):
+                map_fit.attrs["max_gradient"] > MAX_GRADIENT * n_observed(model)):
             warn(
                 "the posterior mode is degenerate (e.g. a centred hierarchical scale "
                 "collapsing to zero); NUTS starts at the majority-vote start instead. Pass "
                 "start=None to skip the MAP.")
-            parts = _unconstrained_start(model, None)
+            parts = unconstrained_start(model, None)
         else:  # the optimiser's own point (no round trip through the constrained scale)
-            parts = _compiled.split_vector(x, [np.shape(v) for v in
-                                               _unconstrained_start(model, posterior_of(map_fit))])
+            shapes = [np.shape(v) for v in unconstrained_start(model, posterior_of(map_fit))]
+            parts = _compiled.split_vector(x, shapes)
     else:
-        parts = _unconstrained_start(model, start)
+        parts = unconstrained_start(model, start)
         # the label-switch check compares the chains with the start: a fit as given,
         # else the model's outputs (item_class_prob) at the start point
-        reference = start if isinstance(start, xr.Dataset | xr.DataTree) else _point_tree(
+        reference = start if isinstance(start, xr.Dataset | xr.DataTree) else point_tree(
             model, parts)
     return parts, reference
 

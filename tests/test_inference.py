@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 import crowd_models as cm
-from crowd_models.inference import posterior_of
+from crowd_models._fits import posterior_of
 from crowd_models.models import two_coin
 
 

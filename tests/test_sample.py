@@ -34,7 +34,7 @@ def sampler_calls(monkeypatch):
     """Records the start (value variables, unconstrained) that each sample() call
     hands to PyMC's NUTS; ``.chain_starts`` replaces the jittered chain starts."""
     calls = _Calls()
-    real_nuts, real_jitter = inference._pymc_nuts, _samplers._jittered_starts
+    real_nuts, real_jitter = inference.pymc_nuts, _samplers._jittered_starts
 
     def nuts(model, fns, parts, shapes, **kwargs):
         calls.append({"parts": [np.array(p) for p in parts], "names": list(fns.free_names)})
@@ -44,8 +44,8 @@ def sampler_calls(monkeypatch):
         starts = real_jitter(bound, x0, shapes, chains, rng)
         return starts if calls.chain_starts is None else calls.chain_starts(x0)
 
-    monkeypatch.setattr(inference, "_pymc_nuts", nuts)
-    monkeypatch.setattr(_samplers, "_jittered_starts", jitter)  # where _pymc_nuts finds it
+    monkeypatch.setattr(inference, "pymc_nuts", nuts)
+    monkeypatch.setattr(_samplers, "_jittered_starts", jitter)  # where pymc_nuts finds it
     return calls
 
 

@@ -210,7 +210,7 @@ def _annotator_figure(fit, table):
 
     matplotlib.use("Agg")
     from crowd_models import report
-    from crowd_models.inference import posterior_of
+    from crowd_models._fits import posterior_of
 
     post = posterior_of(fit)
     if "sensitivity" in post and "threshold" in post["sensitivity"].dims:
@@ -241,7 +241,7 @@ def nuts_diagnostics(fit) -> dict:
     continuous labels)."""
     import arviz as az
 
-    from crowd_models.inference import posterior_of
+    from crowd_models._fits import posterior_of
 
     post = posterior_of(fit)
     keep = [n for n in post.data_vars if {"chain", "draw"} <= set(post[n].dims)

@@ -63,11 +63,10 @@ from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models._fits import check_ci_prob, draws_table
+from crowd_models._fits import check_ci_prob, draws_table, posterior_of
 from crowd_models._lasso import l1_logistic, single_thread
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
-from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 
 __all__ = [

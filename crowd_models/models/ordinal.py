@@ -105,10 +105,10 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from crowd_models import _dims as D
+from crowd_models._fits import posterior_of
 from crowd_models._text import listing, warn
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
-from crowd_models.inference import posterior_of
 from crowd_models.models import _common as C
 from crowd_models.models import two_coin
 

@@ -886,7 +886,7 @@ def base_learners_from_posterior(fit, annotations: Annotations) -> dict:
     >>> base = stacked_gaussian.base_learners_from_posterior(fit, ann)
     >>> base[ann.annotators[0]].means
     """
-    from crowd_models.inference import posterior_of
+    from crowd_models._fits import posterior_of
 
     post = posterior_of(fit)
     mean_over = [d for d in (D.CHAIN, D.DRAW) if d in post.dims]
@@ -919,7 +919,7 @@ def stack_posterior(fit, weights, X, *, classes=None, max_draws: int | None = No
     >>> prob = stacked_gaussian.stack_posterior(idata, weights, ann.features, max_draws=100, rng=0)
     >>> prob.mean("sample")[:3]
     """
-    from crowd_models.inference import posterior_of
+    from crowd_models._fits import posterior_of
 
     post = posterior_of(fit).stack(sample=(D.CHAIN, D.DRAW))
     names = list(post[D.ANNOTATOR].values)

@@ -6,8 +6,8 @@ import numpy as np
 import xarray as xr
 
 from crowd_models import _dims as D
-from crowd_models._fits import MC_DRAWS, MC_SEED, check_ci_prob, has_laplace
-from crowd_models.inference import laplace_fit, posterior_of
+from crowd_models._fits import MC_DRAWS, MC_SEED, check_ci_prob, has_laplace, posterior_of
+from crowd_models.inference import laplace_fit
 from crowd_models.report.summary import _approximation
 
 __all__ = ["forest_draws", "plot_forest"]

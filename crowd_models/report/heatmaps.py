@@ -15,8 +15,8 @@ from crowd_models._fits import (
     check_ci_prob,
     equal_tailed,
     labels_per_annotator,
+    posterior_of,
 )
-from crowd_models.inference import posterior_of
 from crowd_models.report._confusion import (
     _CONFUSION_DIMS,
     _aligned_confusion,

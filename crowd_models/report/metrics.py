@@ -11,10 +11,10 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._fits import (
     SAMPLE_DIMS,
+    posterior_of,
 )
 from crowd_models._text import listing
 from crowd_models.data import Annotations
-from crowd_models.inference import posterior_of
 
 
 # --------------------------------------------------------------------- ROC

@@ -15,8 +15,8 @@ from crowd_models._fits import (
     is_annotator_measure,
     labels_per_annotator,
     n_samples,
+    posterior_of,
 )
-from crowd_models.inference import posterior_of
 from crowd_models.report._describe import (
     _check_count,
     _extremes,

@@ -22,11 +22,12 @@ from crowd_models._fits import (
     item_draws,
     labels_per_annotator,
     n_samples,
+    posterior_of,
     summarise_draws,
 )
 from crowd_models._text import listing
 from crowd_models.data import Annotations
-from crowd_models.inference import laplace_fit, posterior_of
+from crowd_models.inference import laplace_fit
 from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
 from crowd_models.report.metrics import _item_class_prob
 
