@@ -505,8 +505,8 @@ def simulate(
     themselves when ``spread`` is None. The truth follows ``prevalence``
     (uniform by default). Every annotator labels every item, or
     ``labels_per_item`` annotators drawn at random per item. ``gold`` holds
-    the true classes and ``truth`` the parameters, with ``community`` and
-    ``confusion`` per annotator.
+    the true classes and ``truth`` the parameters, with ``annotator_community``
+    (each annotator's community) and ``confusion`` per annotator.
 
     Examples
     --------
@@ -514,7 +514,7 @@ def simulate(
     >>> from crowd_models.models import community
     >>> rows = [np.eye(3) * 0.7 + 0.1, np.full((3, 3), 1 / 3)]
     >>> ann = community.simulate(rows, [0, 0, 0, 1, 1], n_items=200, spread=0.3, rng=0)
-    >>> ann.truth["community"].values
+    >>> ann.truth["annotator_community"].values
     """
     rng = np.random.default_rng(rng)
     rows = np.asarray(community_confusion, dtype=float)
@@ -545,7 +545,7 @@ def simulate(
     cells = conf[ann_idx, z[item_idx]]
     y = np.minimum((cells.cumsum(axis=1) < rng.random((len(cells), 1))).sum(axis=1), K - 1)
     truth = {"confusion": (_DIMS["confusion"], conf),
-             "community": ((D.ANNOTATOR,), member),
+             "annotator_community": ((D.ANNOTATOR,), member),
              "community_confusion": (_DIMS["community_confusion"], rows),
              "prevalence": (_DIMS["prevalence"], prev)}
     classes = list(range(K)) if classes is None else list(classes)
