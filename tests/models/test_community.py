@@ -2,7 +2,6 @@
 communities, errors."""
 
 import itertools
-import warnings
 
 import numpy as np
 import pandas as pd
