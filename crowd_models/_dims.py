@@ -9,6 +9,7 @@ FEATURE = "feature"
 THRESHOLD = "threshold"
 INNER_LEVEL = "inner_level"
 FEATURE_AUX = "feature_aux"
+COMMUNITY = "community"
 CHAIN = "chain"
 DRAW = "draw"
 

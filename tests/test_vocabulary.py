@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from crowd_models.models import (
+    community,
     continuous,
     dawid_skene,
     feature_accuracy,
@@ -60,6 +61,7 @@ def _models():
     yield "ordinal", ordinal.build_model(levels, variant="latent", guessing=True,
                                          annotator_cutpoints=True)
     yield "spammer", spammer.build_model(classes)
+    yield "community", community.build_model(classes, n_communities=2)
     for variant in ("fixed", "hierarchical"):
         yield "item_difficulty", item_difficulty.build_model(classes, variant=variant)
     yield "continuous", continuous.build_model(values, bias=True, scale=True)

@@ -20,7 +20,7 @@ from importlib import import_module
 
 from crowd_models.models import _registry
 
-__all__ = ["MODELS", "MODEL_NAMES", "continuous", "dawid_skene", "feature_accuracy",
+__all__ = ["MODELS", "MODEL_NAMES", "community", "continuous", "dawid_skene", "feature_accuracy",
            "item_difficulty", "ordinal", "spammer", "stacked_gaussian", "two_coin"]
 
 

@@ -241,6 +241,10 @@ REGISTRY: tuple[Variant, ...] = (
             "irt_hierarchical", "variant", cli="item-difficulty", has_em=False),
     Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
             likelihood="features"),
+    # not on the command line nor a model-choice candidate yet; no SBC case: its
+    # communities are exchangeable, and ranks of community-indexed parameters need
+    # the truth relabelled to the fit's communities first (a hook like fold_truth)
+    Variant("community", "community (CBCC)", "categorical"),
 )
 """Every (family, variant), grouped by family, each family's variants in the
 order of its ``VARIANTS``."""
