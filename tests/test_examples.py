@@ -23,6 +23,7 @@ FAST = [
     "checks.ppc",
     "datasets.load_rte",
     "inference.fit_map",
+    "models.community.simulate",
     "models.continuous.item_log_marginal",
     "models.dawid_skene.em",
     "models.edda.fit_edda",
