@@ -30,17 +30,7 @@ from crowd_models.models import dawid_skene as ds
 
 
 def sparse_crowd(seed: int) -> cm.Annotations:
-    rng = np.random.default_rng(seed)
-    K, n_light, heavy = 5, 420, (150, 120, 100, 80, 60)
-    J = n_light + len(heavy)
-    acc = rng.uniform(0.35, 0.85, J)
-    conf = np.empty((J, K, K))
-    for j in range(J):
-        for k in range(K):
-            conf[j, k] = np.insert(rng.dirichlet(np.ones(K - 1)) * (1 - acc[j]), k, acc[j])
-    counts = np.r_[rng.integers(2, 7, n_light), heavy]
-    return ds.simulate(conf, n_items=300, prevalence=np.array([0.35, 0.25, 0.2, 0.12, 0.08]),
-                       labels_per_annotator=counts, rng=rng)
+    return ds.simulate_sparse_crowd(seed)
 
 
 def median_time(fn, repeat):

@@ -30,6 +30,18 @@ put an estimate on the boundary)."""
 # ------------------------------------------------------------ validation
 
 
+def require_without_features(annotations, family: str, instead: str) -> None:
+    """Categorical, identifiable annotations without features, for a family that has
+    no classifier (``instead`` names where features can go)."""
+    require_categorical(annotations, family)
+    if annotations.features is not None:
+        raise ValueError(
+            f"{family} has no classifier, so it cannot use the annotations' "
+            f"{annotations.n_features} features; fit annotations.with_features(None), or "
+            f"{instead}.")
+    _trust.check_identifiable(annotations, family)
+
+
 def require_categorical(annotations, family: str, n_classes: int | None = None) -> None:
     if not isinstance(annotations, Annotations):
         raise TypeError(

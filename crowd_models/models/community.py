@@ -33,7 +33,6 @@ import xarray as xr
 from scipy.special import log_softmax, softmax
 
 from crowd_models import _dims as D
-from crowd_models import _trust
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 from crowd_models.models import dawid_skene
@@ -87,13 +86,7 @@ started it takes a few)."""
 
 # ------------------------------------------------------------------ priors
 def _require(annotations: Annotations) -> None:
-    C.require_categorical(annotations, "the community model")
-    if annotations.features is not None:
-        raise ValueError(
-            "the community model has no classifier, so it cannot use the annotations' "
-            f"{annotations.n_features} features; fit annotations.with_features(None), or "
-            "dawid_skene with features.")
-    _trust.check_identifiable(annotations, "the community model")
+    C.require_without_features(annotations, "the community model", "dawid_skene with features")
 
 
 def _positive(value, name: str, what: str) -> float:

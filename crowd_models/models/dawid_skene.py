@@ -916,3 +916,50 @@ def _design_per_annotator(labels_per_annotator, n_items, n_annotators, labels_pe
         items.append(chosen)
         annotators.append(np.full(counts[j], j))
     return np.concatenate(items), np.concatenate(annotators)
+
+
+def simulate_sparse_crowd(rng=None, *, n_items: int = 300, n_light: int = 420,
+                          heavy=(150, 120, 100, 80, 60),
+                          prevalence=(0.35, 0.25, 0.2, 0.12, 0.08),
+                          accuracy=(0.35, 0.85)) -> Annotations:
+    """A sparse, many-annotator crowd: most annotators give 2-6 labels, a few many.
+
+    Each annotator's accuracy is uniform on ``accuracy``; the rest of each row of
+    its confusion is spread over the other classes by a Dirichlet(1) draw. The
+    defaults are the shape of issue 42's sparse crowd (5 classes, 300 items, 420
+    light annotators and 5 heavy ones), which the tests and
+    ``benchmarks/pooled_sparse.py`` share.
+
+    Parameters
+    ----------
+    rng : int or numpy.random.Generator, optional
+        The seed or generator.
+    n_items, n_light : int, optional
+        Items, and annotators with 2-6 labels each.
+    heavy : sequence of int, optional
+        The label counts of the heavy annotators.
+    prevalence : sequence of float, optional
+        The classes' shares (its length is the number of classes).
+    accuracy : (float, float), optional
+        The range of the annotators' accuracies.
+
+    Returns
+    -------
+    Annotations
+        As :func:`simulate` returns them.
+
+    Examples
+    --------
+    >>> from crowd_models.models import dawid_skene
+    >>> sim = dawid_skene.simulate_sparse_crowd(0)
+    """
+    rng = np.random.default_rng(rng)
+    K, J = len(prevalence), n_light + len(heavy)
+    acc = rng.uniform(accuracy[0], accuracy[1], J)
+    conf = np.empty((J, K, K))
+    for j in range(J):
+        for k in range(K):
+            conf[j, k] = np.insert(rng.dirichlet(np.ones(K - 1)) * (1 - acc[j]), k, acc[j])
+    counts = np.r_[rng.integers(2, 7, n_light), heavy]
+    return simulate(conf, n_items=n_items, prevalence=np.array(prevalence),
+                    labels_per_annotator=counts, rng=rng)

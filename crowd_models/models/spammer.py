@@ -26,7 +26,6 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from crowd_models import _dims as D
-from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
@@ -61,13 +60,8 @@ _EM_SUPPORTS = {"trustworthiness": "unit", "spam_share": "simplex", "prevalence"
 
 # ------------------------------------------------------------------ priors
 def _require(annotations: Annotations) -> None:
-    C.require_categorical(annotations, "the spammer model")
-    if annotations.features is not None:
-        raise ValueError(
-            "the spammer model has no classifier, so it cannot use the annotations' "
-            f"{annotations.n_features} features; fit annotations.with_features(None), or a "
-            "family with a classifier (two_coin, dawid_skene).")
-    _trust.check_identifiable(annotations, "the spammer model")
+    C.require_without_features(annotations, "the spammer model",
+                               "a family with a classifier (two_coin, dawid_skene)")
 
 
 def _priors(ann: Annotations, trustworthiness_prior, spam_prior, prevalence_prior) -> dict:

@@ -448,21 +448,8 @@ def test_pooled_bad_input(sim4):
 
 
 def _sparse_crowd(seed, prevalence=(0.35, 0.25, 0.2, 0.12, 0.08)):
-    """Issue 42's crowd shape: 5 classes, 300 items, 420 annotators with 2-6
-    labels each and 5 heavy ones (60-150), accuracies uniform on 0.35-0.85, each
-    row's errors Dirichlet(1) over the other classes. The same crowd as
-    ``benchmarks/pooled_sparse.py``'s."""
-    rng = np.random.default_rng(seed)
-    K, n_light, heavy = 5, 420, (150, 120, 100, 80, 60)
-    J = n_light + len(heavy)
-    acc = rng.uniform(0.35, 0.85, J)
-    conf = np.empty((J, K, K))
-    for j in range(J):
-        for k in range(K):
-            conf[j, k] = np.insert(rng.dirichlet(np.ones(K - 1)) * (1 - acc[j]), k, acc[j])
-    counts = np.r_[rng.integers(2, 7, n_light), heavy]
-    return ds.simulate(conf, n_items=300, prevalence=np.array(prevalence),
-                       labels_per_annotator=counts, rng=rng)
+    """Issue 42's crowd shape (``dawid_skene.simulate_sparse_crowd``)."""
+    return ds.simulate_sparse_crowd(seed, prevalence=prevalence)
 
 
 def test_simulate_labels_per_annotator():
