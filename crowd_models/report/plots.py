@@ -69,16 +69,44 @@ _LABEL_COLOURS = {"best": "C2", "worst": "C3", "busiest": "0.15"}
 """Text colour of a labelled annotator, by the group it was labelled for."""
 
 
+_LABEL_SIZE = 8
+"""Font size (points) of the annotator ids written at points."""
+_LABEL_STEPS = ((4, 4), (4, -12), (-4, 4), (-4, -12), (4, 16), (4, -24), (-4, 16), (-4, -24),
+                (4, 28), (4, -36), (-4, 28), (-4, -36))
+"""Offsets (points) tried in turn for a label, right of the point first, then left
+(the label's right edge at the point), so that no two labels overlap."""
+
+
 def _label_points(ax, x, y, names, groups: dict[str, list[int]]) -> None:
-    """Write annotator ids at chosen points, once each; a text's gid is its group."""
+    """Write annotator ids at chosen points, once each, each at the first offset
+    where it overlaps no label already written; a text's gid is its group."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    box = ax.get_window_extent()
+    scale = 72 / ax.figure.dpi  # pixels to points
+    width, height = box.width * scale, box.height * scale
+    placed: list[tuple[float, float, float, float]] = []
     done: set[int] = set()
     for group, positions in groups.items():
         for i in positions:
             if i in done or not (np.isfinite(x[i]) and np.isfinite(y[i])):
                 continue
             done.add(i)
-            ax.annotate(str(names[i]), (x[i], y[i]), xytext=(4, 4), textcoords="offset points",
-                        fontsize=8, color=_LABEL_COLOURS.get(group, "0.15"), gid=group)
+            text = str(names[i])
+            w, h = 0.7 * _LABEL_SIZE * len(text), 1.3 * _LABEL_SIZE
+            px = (x[i] - x0) / (x1 - x0) * width
+            py = (y[i] - y0) / (y1 - y0) * height
+            for dx, dy in _LABEL_STEPS:
+                left = px + dx if dx > 0 else px + dx - w
+                rect = (left, py + dy, left + w, py + dy + h)
+                if not any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3]
+                           for r in placed):
+                    break
+            placed.append(rect)
+            ax.annotate(text, (x[i], y[i]), xytext=(dx, dy), textcoords="offset points",
+                        ha="left" if dx > 0 else "right", fontsize=_LABEL_SIZE,
+                        color=_LABEL_COLOURS.get(group, "0.15"), gid=group, zorder=5,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                              "alpha": 0.85})
 
 
 def _chosen_labels(table: pd.DataFrame, score, label_top: int,
@@ -124,12 +152,12 @@ def _draw_roc(ax, table: pd.DataFrame, ci_prob: float, label_top: int,
                linewidth=0.5, zorder=3, gid="estimates",
                label="estimate (area: labels)" if sized else "estimate")
     groups = _chosen_labels(table, table["weight_mean"].to_numpy(), label_top, label_extremes)
-    _label_points(ax, x, y, table.index, groups)
     ax.plot([0, 1], [0, 1], linestyle="--", color="0.6", linewidth=1, label="chance",
             gid="chance")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_aspect("equal")
+    _label_points(ax, x, y, table.index, groups)
     ax.set_xlabel("1 - specificity (false positive rate)")
     ax.set_ylabel("sensitivity (true positive rate)")
     return x, y

@@ -2,6 +2,7 @@
 tables (or numpy) computed independently here. Only EM fits and hand-built
 xarray fits: no PyMC graph is compiled."""
 
+import io
 import warnings
 
 import matplotlib
@@ -89,6 +90,19 @@ def test_scatter_labels_the_best_and_worst_by_weight(fits):
     assert texts_by_gid(ax, "best") == [str(a) for a in ranked[:3]]
     assert texts_by_gid(ax, "worst") == [str(a) for a in ranked[::-1][:3]]
     assert len(ax.texts) == 6
+
+
+def test_scatter_labels_do_not_overlap(fits):
+    """RTE's three best annotators sit close together: their ids, drawn, overlap no
+    other id (the busiest annotators' too)."""
+    ax = report.plot_annotators(fits["rte"], label_extremes=3, label_top=5)
+    ax.figure.savefig(io.BytesIO(), dpi=120)  # draw, so that the texts have extents
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) >= 6
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not a.overlaps(b), (a, b)
 
 
 def test_scatter_marker_area_grows_with_labels(fits):
