@@ -532,3 +532,35 @@ def test_pooled_on_a_sparse_many_annotator_crowd():
         gaps_vote.append(acc_pooled - acc_vote)
     assert min(gaps_full) > -0.02, gaps_full
     assert min(gaps_vote) > -0.01 and np.mean(gaps_vote) > 0, gaps_vote
+
+
+def test_pooled_em_stores_dirichlet_rows_for_intervals(sim4):
+    """Every annotator of a pooled EM fit gets intervals (the command line's default
+    Dawid-Skene fit); its Dirichlet rows have the EM rows as means, and their totals
+    are the expected labels plus what the spread's prior adds: nothing much when the
+    spread is wide, more the narrower it is."""
+    from crowd_models import report
+    from crowd_models.models import _common as C
+
+    wide = ds.em(sim4, variant="pooled", spread=50.0)
+    narrow = ds.em(sim4, variant="pooled", spread=0.5)
+    def point(fit, name):
+        da = fit[name]
+        return da.isel({d: 0 for d in ("chain", "draw") if d in da.dims}).to_numpy()
+
+    for fit, spread in ((wide, 50.0), (narrow, 0.5)):
+        alpha, conf = point(fit, "confusion_alpha"), point(fit, "confusion")
+        totals = alpha.sum(axis=-1)
+        np.testing.assert_allclose(alpha / totals[..., None], conf, rtol=1e-12)
+        prob = point(fit, "item_class_prob")
+        counts = C.expected_counts(sim4, prob).sum(axis=-1)
+        prior = (sim4.n_classes - 1) / (spread ** 2 * (1 - (conf ** 2).sum(axis=-1)))
+        np.testing.assert_allclose(totals, counts + prior, rtol=1e-10)
+    assert (narrow["confusion_alpha"].sum(("label_class",)) >
+            wide["confusion_alpha"].sum(("label_class",)) + 1).all()
+    table = report.annotator_summary(narrow)
+    for name in [c.removesuffix("_mean") for c in table.columns if c.endswith("_mean")
+                 and c.startswith("accuracy")]:
+        assert table[[f"{name}_lower", f"{name}_upper"]].notna().all().all()
+        assert (table[f"{name}_lower"] <= table[f"{name}_mean"]).all()
+        assert (table[f"{name}_mean"] <= table[f"{name}_upper"]).all()
