@@ -30,6 +30,25 @@ put an estimate on the boundary)."""
 # ------------------------------------------------------------ validation
 
 
+def dirichlet_rows(confusion: np.ndarray, counts: np.ndarray, spread: float) -> np.ndarray:
+    """Dirichlet rows that approximate the posterior of each confusion row whose
+    logits have a Normal prior of sd ``spread`` (pooled Dawid-Skene, the community
+    model), given the final E-step's expected counts: ``alpha = c * (N + kappa)``.
+
+    In softmax coordinates the row's Laplace precision at its mode ``c`` is
+    ``N (diag c - c c^T) + I / s^2`` (``N`` the row's expected labels, ``s`` the
+    spread); a Dirichlet with mean ``c`` and total ``a`` has ``a (diag c - c c^T)``.
+    ``kappa`` matches the prior's part by its trace on the (K - 1)-dimensional
+    zero-sum space: ``(K - 1) / (s^2 (1 - sum c^2))``, so a row with few labels is
+    as wide as the pooled prior lets it be, and one with many as its counts.
+    """
+    K = confusion.shape[-1]
+    n = counts.sum(axis=-1, keepdims=True)
+    curvature = np.maximum(1.0 - np.sum(confusion ** 2, axis=-1, keepdims=True), 1e-12)
+    kappa = (K - 1) / (spread ** 2 * curvature)
+    return confusion * (n + kappa)
+
+
 def require_without_features(annotations, family: str, instead: str) -> None:
     """Categorical, identifiable annotations without features, for a family that has
     no classifier (``instead`` names where features can go)."""

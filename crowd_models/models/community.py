@@ -468,7 +468,10 @@ def em(
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     fit = C.em_dataset(
         annotations, {**_derived(params, pri), "item_class_prob": prob}, _DIMS,
-        extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels())},
+        extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
+               "confusion_alpha": (_DIMS["confusion"], C.dirichlet_rows(
+                   _derived(params, pri)["confusion"], C.expected_counts(annotations, prob),
+                   pri["spread"]))},
         attrs={"family": "community", "variant": "", "method": "em",
                "log_likelihood": float(item_ll.sum()),
                "log_posterior": _log_posterior(annotations, params, pri),

@@ -790,25 +790,6 @@ def em(
     )
 
 
-def _pooled_dirichlet_rows(confusion: np.ndarray, counts: np.ndarray,
-                           spread: float) -> np.ndarray:
-    """Dirichlet rows that approximate each pooled row's posterior given the final
-    E-step's expected counts: ``alpha = c * (N + kappa)``.
-
-    In softmax coordinates the row's Laplace precision at its mode ``c`` is
-    ``N (diag c - c c^T) + I / s^2`` (``N`` the row's expected labels, ``s`` the
-    spread); a Dirichlet with mean ``c`` and total ``a`` has ``a (diag c - c c^T)``.
-    ``kappa`` matches the prior's part by its trace on the (K - 1)-dimensional
-    zero-sum space: ``(K - 1) / (s^2 (1 - sum c^2))``, so a row with few labels is
-    as wide as the pooled prior lets it be, and one with many as its counts.
-    """
-    K = confusion.shape[-1]
-    n = counts.sum(axis=-1, keepdims=True)
-    curvature = np.maximum(1.0 - np.sum(confusion ** 2, axis=-1, keepdims=True), 1e-12)
-    kappa = (K - 1) / (spread ** 2 * curvature)
-    return confusion * (n + kappa)
-
-
 def _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate):
     J, K = annotations.n_annotators, annotations.n_classes
     if start is None:
@@ -823,8 +804,7 @@ def _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate):
     params["confusion_mean"] = softmax(params["population_logit"] + advantage * (
         np.eye(K) - 1.0 / K), axis=-1)
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
-    alpha = _pooled_dirichlet_rows(params["confusion"], C.expected_counts(annotations, prob),
-                                   spread)
+    alpha = C.dirichlet_rows(params["confusion"], C.expected_counts(annotations, prob), spread)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,
         extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels()),

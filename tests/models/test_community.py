@@ -110,6 +110,8 @@ def test_one_community_is_the_pooled_dawid_skene_model(small):
     np.testing.assert_allclose(one["confusion"].values, pooled["confusion"].values, atol=1e-6)
     np.testing.assert_allclose(one["community_logit"].values[0, 0, 0],
                                pooled["population_logit"].values[0, 0], atol=1e-6)
+    np.testing.assert_allclose(one["confusion_alpha"].values, pooled["confusion_alpha"].values,
+                               rtol=1e-5)  # the same Dirichlet rows for the intervals
     # (their log posteriors differ by a constant: the pooled offsets are zero-sum and
     # standardised, these logits are neither)
 
@@ -139,7 +141,12 @@ def test_annotator_table_reads_the_confusion(small):
     table = cm.report.annotator_summary(fit)
     conf = fit["confusion"].values[0, 0]
     prev = fit["prevalence"].values[0, 0]
-    np.testing.assert_allclose(table["accuracy_mean"], conf.diagonal(axis1=1, axis2=2) @ prev)
+    # the mean of the Dirichlet rows' accuracy (4000 Monte Carlo draws, whose mean
+    # rows are the EM's) and an interval around it for every annotator
+    np.testing.assert_allclose(table["accuracy_mean"], conf.diagonal(axis1=1, axis2=2) @ prev,
+                               atol=3e-3)
+    assert ((table["accuracy_lower"] < table["accuracy_mean"])
+            & (table["accuracy_mean"] < table["accuracy_upper"])).all()
     truth = small.truth["annotator_community"].sel(annotator=table.index).values
     means = table["accuracy_mean"].groupby(truth).mean()
     assert means[0] > means[2] + 0.15, means  # accurate against spammers
