@@ -36,6 +36,7 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 from crowd_models.models import dawid_skene
 
 __all__ = ["build_model", "em", "simulate", "member_logpdf", "DEFAULT_PRIORS",
@@ -465,7 +466,7 @@ def em(
     _require(annotations)
     pri = _priors(annotations, n_communities, spread, community_prior, community_share_prior,
                   prevalence_prior)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob, pri, prev),
         _start(annotations, pri), tol=tol, max_iter=max_iter,
