@@ -36,8 +36,7 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
-from crowd_models.models import dawid_skene
+from crowd_models.models import _em, dawid_skene
 
 __all__ = ["build_model", "em", "simulate", "member_logpdf", "DEFAULT_PRIORS",
            "N_COMMUNITIES", "SPREAD"]

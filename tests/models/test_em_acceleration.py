@@ -7,8 +7,7 @@ import pytest
 
 import crowd_models as cm
 from crowd_models.models import _common as C
-from crowd_models.models import _em
-from crowd_models.models import continuous, ordinal, two_coin
+from crowd_models.models import _em, continuous, ordinal, two_coin
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import feature_accuracy as fa
 
