@@ -35,7 +35,7 @@ from scipy.special import log_softmax, softmax
 from crowd_models import _dims as D
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import dawid_skene
+from crowd_models.models import _em, dawid_skene
 
 __all__ = ["build_model", "em", "simulate", "member_logpdf", "DEFAULT_PRIORS",
            "N_COMMUNITIES", "SPREAD"]
@@ -458,7 +458,7 @@ def em(
     _require(annotations)
     pri = _priors(annotations, n_communities, spread, community_prior, community_share_prior,
                   prevalence_prior)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob, pri, prev),
         _start(annotations, pri), tol=tol, max_iter=max_iter,

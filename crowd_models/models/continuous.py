@@ -116,6 +116,7 @@ from crowd_models import _trust
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = [
     "build_model",
@@ -798,7 +799,7 @@ def em(
     from the item means (see the module docstring) and iterates until no
     parameter moves by more than ``tol`` (log precisions; the others in
     ``label_scale`` units). ``accelerate`` (default) extrapolates the EM steps by
-    SQUAREM (``_common.iterate_em_map``; precisions on the log scale, the other
+    SQUAREM (``_em.iterate_em_map``; precisions on the log scale, the other
     blocks as they are, which keeps the sum constraints), reaching the same
     fixed point in fewer steps; ``accelerate=False`` runs plain ECM.
     ``noise="student_t"`` has no EM.
@@ -846,7 +847,7 @@ def em(
         with np.errstate(divide="ignore", invalid="ignore"):
             return _change(new, old, pri["scale"])
 
-    params, n_iter, converged = C.iterate_em_map(
+    params, n_iter, converged = _em.iterate_em_map(
         em_map, _start(annotations, pri), tol=tol, max_iter=max_iter, change=change,
         objective=lambda prm: _log_posterior(annotations, prm, pri), supports=_EM_SUPPORTS,
         accelerate=accelerate,

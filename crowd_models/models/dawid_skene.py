@@ -56,6 +56,7 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = ["build_model", "em", "empirical_spread", "simulate", "VARIANTS", "DEFAULT_PRIORS",
            "SPREAD_BOUNDS", "SPREAD_REFERENCE"]
@@ -416,7 +417,7 @@ def _pooled_start(ann, pri, spread):
 
 def _pooled_em(ann, pri, spread, params, tol, max_iter, accelerate):
     """Pooled EM at a fixed spread from ``params``: (params, n_iter, converged)."""
-    return C.run_em(
+    return _em.run_em(
         lambda prm: _joint(ann, _with_pooled_confusion(prm, spread, pri)),
         lambda prob, prev: _pooled_m_step(ann, prob, pri, spread, prev, _POOLED_EM_NEWTON),
         params, tol=tol, max_iter=max_iter,
@@ -717,7 +718,7 @@ def em(
     (item, true_class) array of initial class probabilities to start from
     instead of majority vote (e.g. to look for other local maxima). Iterates
     until an EM step moves no parameter by more than ``tol``; ``accelerate``
-    (default) extrapolates the EM steps by SQUAREM (``_common.iterate_em_map``),
+    (default) extrapolates the EM steps by SQUAREM (``_em.iterate_em_map``),
     which reaches the same fixed point in fewer steps; ``accelerate=False`` runs
     plain EM. The pooled variant's M-step is one warm-started Newton step on
     its concave objective (the rows given the expected counts), its start one
@@ -760,7 +761,7 @@ def em(
         params = _start(annotations, pri, variant)
     else:
         params = _m_step(annotations, start, pri, variant)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob, pri, variant, previous=prev),
         params, tol=tol, max_iter=max_iter,

@@ -68,6 +68,7 @@ from crowd_models._lasso import l1_logistic, single_thread
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = [
     "build_model", "em", "simulate", "predict", "align_signs", "lasso_majority_vote",
@@ -322,7 +323,7 @@ def _run_em(annotations, pri, *, n_restarts, rng, tol, restart_tol, max_iter,
     def run(params, tol_):
         change["last"] = 1.0
         with single_thread():
-            return C.run_em(lambda prm: _joint(annotations, prm), m_step, params, tol=tol_,
+            return _em.run_em(lambda prm: _joint(annotations, prm), m_step, params, tol=tol_,
                             max_iter=max_iter, accelerate=accelerate,
                             objective=lambda prm: _log_posterior(annotations, prm, pri)[0])
 
@@ -527,7 +528,7 @@ def em(
     iterated to ``tol``. Finally the sign is chosen so that the classifier
     agrees most with majority vote (both signs have the same posterior).
     ``accelerate`` (default) extrapolates the EM steps by SQUAREM
-    (``_common.iterate_em_map``), which reaches the same fixed points in fewer
+    (``_em.iterate_em_map``), which reaches the same fixed points in fewer
     steps; ``accelerate=False`` runs plain EM. ``positive``: as in
     :func:`build_model`.
 

@@ -70,6 +70,7 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = ["build_model", "em", "simulate", "simulate_irt", "VARIANTS", "IRT_VARIANTS",
            "DEFAULT_PRIORS"]
@@ -561,7 +562,7 @@ def em(
                   prevalence_prior, **extra)
     irt = variant == "irt"
     joint_of = partial(_irt_joint_np if irt else _joint_np, annotations)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         joint_of,
         lambda prob, prev: (_irt_m_step if irt else _m_step)(
             annotations, prob, pri, prev, max_iter=_EM_INNER_ITER),

@@ -29,6 +29,7 @@ from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = ["build_model", "em", "simulate", "DEFAULT_PRIORS"]
 
@@ -230,7 +231,7 @@ def em(
     prevalence. Each step raises the log posterior that ``fit_map`` maximises,
     so both reach the same mode. Stops when an EM step moves no parameter by
     more than ``tol``; ``accelerate`` extrapolates the steps by SQUAREM
-    (``_common.iterate_em_map``).
+    (``_em.iterate_em_map``).
 
     Returns
     -------
@@ -249,7 +250,7 @@ def em(
     """
     _require(annotations)
     pri = _priors(annotations, trustworthiness_prior, spam_prior, prevalence_prior)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob, pri, prev),
         _start(annotations, pri), tol=tol, max_iter=max_iter,

@@ -28,6 +28,7 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 __all__ = ["build_model", "em", "simulate", "decoupled", "predict", "parse_priors",
            "majority_vote_start", "DEFAULT_PRIORS"]
@@ -408,7 +409,7 @@ def em(
     sensitivity, specificity (eq. 14) and prevalence; Newton-Raphson for the
     classifier with its Gaussian prior (eq. 16). Iterates until an EM step
     moves no parameter by more than ``tol``; ``accelerate`` (default) extrapolates
-    the EM steps by SQUAREM (``_common.iterate_em_map``), which reaches the same
+    the EM steps by SQUAREM (``_em.iterate_em_map``), which reaches the same
     fixed point in fewer steps; ``accelerate=False`` runs plain EM. The priors
     and ``positive`` are those of :func:`build_model`.
 
@@ -429,7 +430,7 @@ def em(
     _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
-    params, n_iter, converged = C.run_em(
+    params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
         _start(annotations, pri), tol=tol, max_iter=max_iter,

@@ -9,6 +9,7 @@ from scipy import stats
 from scipy.linalg import null_space
 
 from crowd_models.models import _common as C
+from crowd_models.models import _em
 
 
 def _zero_sum(rng, shape):
@@ -119,11 +120,11 @@ def test_precision_and_design_messages():
 def test_iterate_em_map_messages():
     params = {"p": np.array([0.5])}
     with pytest.raises(ValueError, match="need tol > 0 and max_iter >= 0"):
-        C.iterate_em_map(lambda prm: prm, params, tol=0.0, max_iter=10)
+        _em.iterate_em_map(lambda prm: prm, params, tol=0.0, max_iter=10)
     with pytest.raises(ValueError, match="need tol > 0 and max_iter >= 0"):
-        C.iterate_em_map(lambda prm: prm, params, tol=1e-8, max_iter=-1)
+        _em.iterate_em_map(lambda prm: prm, params, tol=1e-8, max_iter=-1)
     with pytest.raises(ValueError, match="supports must be one of"):
-        C.iterate_em_map(lambda prm: prm, params, tol=1e-8, max_iter=10,
+        _em.iterate_em_map(lambda prm: prm, params, tol=1e-8, max_iter=10,
                          supports={"p": "probability"})
 
 
@@ -131,7 +132,7 @@ def test_iterate_em_map_finds_a_known_fixed_point():
     # the map p -> (p + c) / 2 (a contraction, rate 1/2) has the fixed point c
     c = np.array([0.2, 0.7])
     for accelerate in (False, True):
-        out, n_iter, converged = C.iterate_em_map(
+        out, n_iter, converged = _em.iterate_em_map(
             lambda prm: {"p": (prm["p"] + c) / 2}, {"p": np.array([0.9, 0.1])}, tol=1e-12,
             max_iter=200, accelerate=accelerate, supports={"p": "unit"})
         assert converged and n_iter < 200

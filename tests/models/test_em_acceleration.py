@@ -1,4 +1,4 @@
-"""SQUAREM-accelerated EM (``_common.iterate_em_map``): the same fixed points as
+"""SQUAREM-accelerated EM (``_em.iterate_em_map``): the same fixed points as
 plain EM in fewer M-steps, and safe fallbacks when an extrapolation is invalid.
 EM only (no PyMC model is compiled), so these run in seconds."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import crowd_models as cm
 from crowd_models.models import _common as C
-from crowd_models.models import continuous, ordinal, two_coin
+from crowd_models.models import _em, continuous, ordinal, two_coin
 from crowd_models.models import dawid_skene as ds
 from crowd_models.models import feature_accuracy as fa
 
@@ -177,20 +177,20 @@ def _max_diff(a, b):
 def test_extrapolation_out_of_the_unit_interval_falls_back():
     ann = cm.datasets.load_anesthesia()
     joint, m_step, objective, start, inside = _unclipped_dawid_skene(ann)
-    plain, plain_iter, ok = C.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
+    plain, plain_iter, ok = _em.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
                                      accelerate=False)
     assert ok and all(inside)
     # no supports declared: extrapolated confusions leave [0, 1], the joint is
     # non-finite there and the cycle falls back to the plain EM iterate
     inside.clear()
-    fast, fast_iter, ok = C.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
+    fast, fast_iter, ok = _em.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
                                    objective=objective)
     assert ok and not all(inside)
-    assert C._all_finite(fast) and _max_diff(fast, plain) <= 1e-8
+    assert _em._all_finite(fast) and _max_diff(fast, plain) <= 1e-8
     np.testing.assert_allclose(objective(fast), objective(plain), rtol=1e-12)
     # declared supports: extrapolated points are brought back into them
     inside.clear()
-    kept, kept_iter, ok = C.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
+    kept, kept_iter, ok = _em.run_em(joint, m_step, start, tol=1e-12, max_iter=10_000,
                                    objective=objective, supports=ds._EM_SUPPORTS)
     assert ok and all(inside)
     assert _max_diff(kept, plain) <= 1e-8
@@ -200,12 +200,12 @@ def test_extrapolation_out_of_the_unit_interval_falls_back():
 def test_rejected_extrapolations_give_plain_em_exactly():
     dog = cm.datasets.load_dog()
     joint, m_step, objective, start, _ = _unclipped_dawid_skene(dog)
-    plain, plain_iter, _ = C.run_em(joint, m_step, start, tol=1e-10, max_iter=10_000,
+    plain, plain_iter, _ = _em.run_em(joint, m_step, start, tol=1e-10, max_iter=10_000,
                                     accelerate=False)
     # an objective that is never finite rejects every extrapolation: the
     # accepted points are plain EM's iterates and the result is plain EM's, bit
     # for bit; n_iter also counts the wasted stabilisation steps
-    fast, fast_iter, ok = C.run_em(joint, m_step, start, tol=1e-10, max_iter=10_000,
+    fast, fast_iter, ok = _em.run_em(joint, m_step, start, tol=1e-10, max_iter=10_000,
                                    objective=lambda prm: -np.inf, supports=ds._EM_SUPPORTS)
     assert ok and fast_iter > plain_iter
     for k in plain:
@@ -220,7 +220,7 @@ def test_rejected_extrapolations_give_plain_em_exactly():
         iterates.append(m_step(prob, prev))
         return iterates[-1]
 
-    fast, fast_iter, ok = C.run_em(joint, picky_m_step, start, tol=1e-10, max_iter=10_000,
+    fast, fast_iter, ok = _em.run_em(joint, picky_m_step, start, tol=1e-10, max_iter=10_000,
                                    objective=objective, supports=ds._EM_SUPPORTS)
     assert ok and fast_iter > plain_iter
     for k in plain:
@@ -236,10 +236,10 @@ def test_max_iter_counts_m_steps(web_search):
 def test_nonfinite_em_step_raises_and_bad_supports():
     start = {"p": np.array([0.5])}
     with pytest.raises(FloatingPointError, match="non-finite"):
-        C.iterate_em_map(lambda prm: {"p": np.array([np.nan])}, start, tol=1e-8,
+        _em.iterate_em_map(lambda prm: {"p": np.array([np.nan])}, start, tol=1e-8,
                          max_iter=10)
     with pytest.raises(ValueError, match="supports must be one of"):
-        C.iterate_em_map(lambda prm: prm, start, tol=1e-8, max_iter=10,
+        _em.iterate_em_map(lambda prm: prm, start, tol=1e-8, max_iter=10,
                          supports={"p": "probability"})
     with pytest.raises(ValueError, match="need tol > 0"):
-        C.iterate_em_map(lambda prm: prm, start, tol=0, max_iter=10)
+        _em.iterate_em_map(lambda prm: prm, start, tol=0, max_iter=10)

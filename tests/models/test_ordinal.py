@@ -504,3 +504,15 @@ def test_case_study_web_search():
     assert acc >= 0.83
     assert mae < ds_mae
     assert 0.80 <= ds_acc <= 0.85
+
+
+def test_build_model_refuses_another_variants_keywords():
+    """A keyword of the other variant is named, not silently dropped."""
+    ann = _frame([1, 2, 3, 1, 2, 3])
+    with pytest.raises(ValueError, match="guessing is a keyword of the latent ordinal variant, "
+                                         "not of variant='cumulative'"):
+        ordinal.build_model(ann, variant="cumulative", guessing=True)
+    with pytest.raises(ValueError, match="sensitivity_prior is a keyword of the cumulative"):
+        ordinal.build_model(ann, variant="latent", sensitivity_prior=(2, 2))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        ordinal.build_model(ann, nope=1)
