@@ -341,7 +341,7 @@ class Annotations:
 
     @classmethod
     def from_prodigy(cls, path, *, label: str | None = None, **options) -> Annotations:
-        """Read Prodigy's JSONL (``prodigy db-out``): items by ``_input_hash``,
+        r"""Read Prodigy's JSONL (``prodigy db-out``): items by ``_input_hash``,
         annotators by ``_annotator_id``; ``ignore`` answers are left out (counted).
 
         Parameters
@@ -372,7 +372,7 @@ class Annotations:
     @classmethod
     def from_sagemaker(cls, path, *, attribute: str | None = None,
                        **options) -> Annotations:
-        """Read a SageMaker Ground Truth output manifest whose label attribute keeps
+        r"""Read a SageMaker Ground Truth output manifest whose label attribute keeps
         every worker's answer (``annotationsFromAllWorkers``); items by ``source-ref``.
 
         Parameters
