@@ -631,21 +631,13 @@ def build_model(
                 dims=dims,
             )
         elif variant == "pooled":
-            confusion = _pooled_confusion_variables(K, pri, spread)
+            fixed = spread  # recorded in constant_data; a constant in the graph
+            confusion = _population_confusion(
+                K, pri, lambda: (pm.Data("confusion_spread", fixed), fixed)[1])
         else:
-            advantage, sd = pri["population"]
-            centred_eye = np.eye(K) - 1.0 / K
-            pop = pm.ZeroSumNormal("population_logit", sigma=np.float64(sd),
-                                   dims=(D.TRUE_CLASS, D.LABEL_CLASS)) + advantage * centred_eye
-            pm.Deterministic("confusion_mean", pt.special.softmax(pop, axis=-1),
-                             dims=(D.TRUE_CLASS, D.LABEL_CLASS))
-            spread = pm.HalfNormal("confusion_spread", sigma=pri["spread"], dims=D.TRUE_CLASS)
-            offset = pm.ZeroSumNormal("confusion_offset", sigma=1.0, dims=dims)
-            confusion = pm.Deterministic(
-                "confusion",
-                pt.special.softmax(pop[None] + spread[None, :, None] * offset, axis=-1),
-                dims=dims)
-            start = {**start, **_hierarchical_start(start["confusion"], advantage)}
+            confusion = _population_confusion(K, pri, lambda: pm.HalfNormal(
+                "confusion_spread", sigma=pri["spread"], dims=D.TRUE_CLASS)[None, :, None])
+            start = {**start, **_hierarchical_start(start["confusion"], pri["population"][0])}
         if annotations.features is None:
             prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
             log_prior = pt.log(prev)[None, :]
@@ -665,8 +657,11 @@ def build_model(
         arguments=locals())
 
 
-def _pooled_confusion_variables(K, pri, spread):
-    """The pooled model's population, offsets and confusion (inside the model)."""
+def _population_confusion(K, pri, make_spread):
+    """The hierarchical and pooled models' population logits, their softmax
+    ``confusion_mean``, and each annotator's ``confusion``: the population's
+    logits plus ``make_spread()`` (created after the population, a fixed number or
+    one spread per true class) times standardised zero-sum offsets."""
     advantage, sd = pri["population"]
     # sigma as float64: PyTensor makes a Python float that float32 holds exactly
     # (1.5) a float32 constant, and log(sigma) would lose 1e-8
@@ -675,7 +670,7 @@ def _pooled_confusion_variables(K, pri, spread):
         np.eye(K) - 1.0 / K)
     pm.Deterministic("confusion_mean", pt.special.softmax(pop, axis=-1),
                      dims=(D.TRUE_CLASS, D.LABEL_CLASS))
-    pm.Data("confusion_spread", spread)
+    spread = make_spread()
     dims = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
     offset = pm.ZeroSumNormal("confusion_offset", sigma=1.0, dims=dims)
     return pm.Deterministic(
