@@ -110,6 +110,26 @@ def _switch_counts(ann, prob, params):
     return truthful.sum(axis=1), counts.sum(axis=1) - truthful
 
 
+def _dirichlet_rows(confusion, trust_a, trust_b, spam_alpha) -> np.ndarray:
+    """Dirichlet rows, mean the EM's confusion, whose diagonal has the variance of
+    ``t + (1 - t) s_k`` under the final E-step's conjugate posteriors, trust
+    ``t ~ Beta(trust_a, trust_b)`` and spam shares ``s ~ Dirichlet(spam_alpha)``
+    (independent); the report reads accuracy intervals from them."""
+    total = trust_a + trust_b
+    t1 = trust_a / total
+    t2 = t1 * (trust_a + 1) / (total + 1)                      # E[t^2]
+    s0 = spam_alpha.sum(axis=1, keepdims=True)
+    s1 = spam_alpha / s0
+    s2 = s1 * (spam_alpha + 1) / (s0 + 1)                      # E[s_k^2]
+    t1, t2 = t1[:, None], t2[:, None]
+    mean = s1 + t1 * (1 - s1)
+    second = s2 + t2 - 2 * t2 * s1 + t2 * s2 + 2 * t1 * s1 - 2 * t1 * s2
+    variance = np.maximum(second - mean ** 2, 1e-12)           # (annotator, class)
+    diagonal = np.diagonal(confusion, axis1=1, axis2=2)
+    total_row = np.maximum(diagonal * (1 - diagonal) / variance - 1, 1e-3)
+    return confusion * total_row[:, :, None]
+
+
 def _m_step(ann, prob, pri, previous):
     """One M-step of the EM over (true class, spam switch): closed-form Beta and
     Dirichlet modes of the expected counts."""
@@ -261,11 +281,14 @@ def em(
     truthful, spam = _switch_counts(annotations, prob, params)
     a, b = pri["trust"]
     confusion = confusion_of(params["trustworthiness"], params["spam_share"])
+    trust_ab = (a + truthful, b + spam.sum(axis=1))
+    alpha = _dirichlet_rows(confusion, *trust_ab, pri["spam"] + spam)
     return C.em_dataset(
         annotations, {**params, "confusion": confusion, "item_class_prob": prob}, _DIMS,
         extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
-               "trustworthiness_alpha": ((D.ANNOTATOR,), a + truthful),
-               "trustworthiness_beta": ((D.ANNOTATOR,), b + spam.sum(axis=1))},
+               "trustworthiness_alpha": ((D.ANNOTATOR,), trust_ab[0]),
+               "trustworthiness_beta": ((D.ANNOTATOR,), trust_ab[1]),
+               "confusion_alpha": (_DIMS["confusion"], alpha)},
         attrs={"family": "spammer", "variant": "", "method": "em",
                "log_likelihood": float(item_ll.sum()),
                "log_posterior": _log_posterior(annotations, params, pri),

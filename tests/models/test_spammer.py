@@ -179,6 +179,34 @@ def test_annotator_table_reports_trust_with_beta_intervals(spam_heavy):
     assert {"accuracy_mean", "n_labels"} <= set(table.columns)
 
 
+def test_accuracy_intervals_from_rows_matched_to_trust_and_spam():
+    """The EM fit's Dirichlet rows have the EM confusion as mean, and each diagonal's
+    variance is that of t + (1 - t) s_k under trust t ~ Beta and spam shares
+    s ~ Dirichlet (checked by Monte Carlo); every annotator gets accuracy intervals."""
+    rng = np.random.default_rng(4)
+    trust_a, trust_b = np.array([30.0, 4.0, 2.5]), np.array([6.0, 20.0, 2.5])
+    spam_alpha = np.array([[2.0, 5.0, 9.0], [40.0, 3.0, 1.5], [1.5, 1.5, 1.5]])
+    t = rng.beta(trust_a, trust_b, size=(200_000, 3))
+    share = np.stack([rng.dirichlet(a, 200_000) for a in spam_alpha], axis=1)
+    confusion = spammer.confusion_of(trust_a / (trust_a + trust_b),
+                                     spam_alpha / spam_alpha.sum(axis=1, keepdims=True))
+    alpha = spammer._dirichlet_rows(confusion, trust_a, trust_b, spam_alpha)
+    total = alpha.sum(axis=-1)
+    np.testing.assert_allclose(alpha / total[..., None], confusion, rtol=1e-12)
+    diagonal = np.diagonal(confusion, axis1=1, axis2=2)
+    implied = diagonal * (1 - diagonal) / (total + 1)  # the Beta marginal's variance
+    drawn = (t[:, :, None] + (1 - t[:, :, None]) * share).var(axis=0)
+    np.testing.assert_allclose(implied, drawn, rtol=0.03)
+
+
+def test_annotator_table_has_accuracy_intervals(spam_heavy):
+    table = cm.report.annotator_summary(spammer.em(spam_heavy))
+    for name in [c.removesuffix("_mean") for c in table.columns
+                 if c.startswith("accuracy") and c.endswith("_mean")]:
+        assert (table[f"{name}_lower"] <= table[f"{name}_mean"]).all()
+        assert (table[f"{name}_mean"] <= table[f"{name}_upper"]).all()
+
+
 def test_simulate_draws_from_the_model():
     ann = spammer.simulate([1.0, 0.0], spam_share=[[0.5, 0.5], [0.0, 1.0]], n_items=200,
                            rng=np.random.default_rng(1))
