@@ -160,6 +160,17 @@ def _row_logits(ability, log_easiness, ann, xp=np):
     return ability[ann.annotator_idx] * xp.exp(log_easiness[ann.item_idx])
 
 
+def _ability_sd(ann, params, pri) -> np.ndarray:
+    """Each ability's sd in the Laplace approximation of its posterior given the
+    final E-step and the easiness: ``1 / sqrt(sum_i e_i^2 p_i (1 - p_i) + 1 / sd^2)``
+    over its labels (``p_i`` its P(correct) on item i), whatever their truth."""
+    easy = np.exp(params["log_easiness"])[ann.item_idx]
+    p = expit(params["ability"][ann.annotator_idx] * easy)
+    info = np.bincount(ann.annotator_idx, weights=easy ** 2 * p * (1 - p),
+                       minlength=ann.n_annotators)
+    return 1 / np.sqrt(info + 1 / pri["ability"][1] ** 2)
+
+
 def _joint_np(ann, params) -> np.ndarray:
     """(item, true_class) log joint: log prevalence plus, per label, log P(correct)
     on its own class and log P(wrong) / (K - 1) on every other class."""
@@ -572,12 +583,14 @@ def em(
     )
     prob, item_ll = C.posterior_from_joint(joint_of(params))
     derived = {"easiness": np.exp(params["log_easiness"]), "item_class_prob": prob}
+    extra = {"n_labels": ((D.ANNOTATOR,), annotations.n_labels())}
     if irt:
         derived["sensitivity"], derived["specificity"] = _typical_rates(params["ability"],
                                                                         params["bias"])
+    else:
+        extra["ability_sd"] = ((D.ANNOTATOR,), _ability_sd(annotations, params, pri))
     return C.em_dataset(
-        annotations, {**params, **derived},
-        _DIMS, extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels())},
+        annotations, {**params, **derived}, _DIMS, extra=extra,
         attrs={"family": "item_difficulty", "variant": variant, "method": "em",
                "log_likelihood": float(item_ll.sum()),
                "log_posterior": _log_posterior(annotations, params, pri),

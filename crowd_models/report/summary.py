@@ -38,12 +38,12 @@ _APPROXIMATIONS = {
     "accuracy": ("beta", "accuracy_alpha", "accuracy_beta"),
     "precision": ("gamma", "precision_alpha", "precision_beta"),
     "trustworthiness": ("beta", "trustworthiness_alpha", "trustworthiness_beta"),
+    "ability": ("norm", "ability", "ability_sd"),
 }
-"""Approximate posteriors an EM fit may store per annotator: measure ->
-(distribution, first parameter, second parameter); Beta(alpha, beta), and
-Gamma(shape alpha, rate beta). The families' EM write them: two-coin (Raykar
-et al. 2009, sec. 7.1), one-coin Dawid-Skene, continuous (given the truth's
-posterior), spammer (given the final E-step's truthful and spam labels)."""
+"""Approximate posteriors an EM fit may store per annotator: measure -> (Beta(alpha,
+beta), Gamma(shape, rate) or Normal(mean, sd), its two parameters); written by the EM
+of two-coin (Raykar et al. 2009, 7.1), one-coin DS, continuous and spammer (given the
+final E-step), and item difficulty (a Laplace at the mode, given the easiness)."""
 
 
 def _approximation(post: xr.Dataset, name: str):
@@ -55,7 +55,7 @@ def _approximation(post: xr.Dataset, name: str):
     if not all(n in post and D.ANNOTATOR in post[n].dims for n in (first, second)):
         return None
     a, b = annotator_vector(post, first), annotator_vector(post, second)
-    return stats.beta(a, b) if family == "beta" else stats.gamma(a, scale=1 / b)
+    return getattr(stats, family)(a, b) if family != "gamma" else stats.gamma(a, scale=1 / b)
 
 
 def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],

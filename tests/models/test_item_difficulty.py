@@ -93,6 +93,41 @@ def test_em_recovers_ability_and_easiness(varied):
     assert cm.report.accuracy(fit, varied) > np.mean(vote == varied.gold) + 0.01
 
 
+def test_em_reports_ability_intervals_from_its_curvature(varied):
+    """The EM stores each ability's Laplace sd given the final E-step and the easiness:
+    1 / sqrt of minus the second derivative (here by finite differences) of the
+    expected complete-data log posterior in that ability; the table's intervals
+    are that Normal's."""
+    from scipy.special import expit
+    from scipy.stats import norm
+
+    fit = idf.em(varied)
+    ability = fit["ability"].values.ravel()
+    easy = fit["easiness"].values.reshape(-1)
+    prob = fit["item_class_prob"].values.reshape(varied.n_items, varied.n_classes)
+    mean, sd = idf.DEFAULT_PRIORS["ability_prior"]
+    K = varied.n_classes
+
+    def expected(j, a):
+        rows = varied.annotator_idx == j
+        e = easy[varied.item_idx[rows]]
+        q = prob[varied.item_idx[rows], varied.labels[rows]]  # P(the label is the truth)
+        p = expit(a * e)
+        return (np.sum(q * np.log(p) + (1 - q) * np.log((1 - p) / (K - 1)))
+                + norm.logpdf(a, mean, sd))
+
+    h = 1e-4
+    for j in range(varied.n_annotators):
+        a = ability[j]
+        curvature = (expected(j, a + h) - 2 * expected(j, a) + expected(j, a - h)) / h ** 2
+        np.testing.assert_allclose(fit["ability_sd"].values[j], 1 / np.sqrt(-curvature),
+                                   rtol=1e-4)
+    table = cm.report.annotator_summary(fit)
+    np.testing.assert_allclose(table["ability_lower"],
+                               norm.ppf(0.05, ability, fit["ability_sd"].values))
+    assert (table["ability_lower"] < table["ability_mean"]).all()
+
+
 def test_bad_input(varied):
     with pytest.raises(ValueError, match="no classifier.*with_features"):
         idf.build_model(varied.with_features(np.ones((varied.n_items, 1))))
