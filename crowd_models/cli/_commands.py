@@ -88,10 +88,12 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
                 "simulation-based calibration, validation/README.md); --method nuts for the "
                 "full posterior")
     if method == "em":
-        return ("90% equal-tailed, from EM's conjugate approximations (Beta, Dirichlet rows, "
-                "Gamma) where the family stores them, which under-cover: 59-74% of true "
-                "values in simulation-based calibration on small designs "
-                "(validation/README.md); --method nuts for the full posterior")
+        return ("90% equal-tailed, from EM's conjugate approximations given its final E-step "
+                "(Beta, Dirichlet rows, Gamma; Normal for item-difficulty abilities), which "
+                "under-cover: 59-74% of true values in simulation-based calibration on small "
+                "designs (validation/README.md; the pooled Dawid-Skene, spammer, "
+                "item-difficulty and community ones are not calibrated yet); --method nuts "
+                "for the full posterior")
     why = skipped or "its Hessian at the mode is not positive definite"
     return (f"none for this MAP fit (no Laplace approximation: {why}); --method em for EM's "
             f"approximations, --method nuts for the posterior")
