@@ -19,8 +19,7 @@ import numpy as np
 import pandas as pd
 
 import crowd_models as cm
-from crowd_models.models import community, dawid_skene, item_difficulty, ordinal, spammer
-from crowd_models.models import two_coin
+from crowd_models.models import community, dawid_skene, item_difficulty, ordinal, spammer, two_coin
 
 
 def simulated_crowd() -> cm.Annotations:
