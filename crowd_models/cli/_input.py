@@ -47,7 +47,7 @@ def _read_csv(path: str, what: str, *, ids: tuple = (), first_id: bool = False,
     read as written: text, never numbers ('00007' and '7' stay two ids), and no id
     is read as missing ('NA' is an id, '' stays empty). Without a ``header`` line
     the columns are named by number from 1."""
-    kind = _file_kind(path, what)
+    kind = _file_kind(path)
     if kind != "csv":
         return _read_binary_table(path, what, kind, ids, header)
     sep, encoding = kwargs.get("sep", ","), kwargs.get("encoding")
@@ -71,7 +71,7 @@ _MAGIC = ((b"PK\x03\x04", "excel"), (b"\xd0\xcf\x11\xe0", "old excel"), (b"PAR1"
 Parquet file."""
 
 
-def _file_kind(path: str, what: str) -> str:
+def _file_kind(path: str) -> str:
     """``"csv"``, ``"excel"``, ``"old excel"`` or ``"parquet"``, from the file's first
     bytes (a zipped or gzipped CSV, named .zip or .gz, is a CSV)."""
     try:
@@ -347,7 +347,7 @@ def _record_lines(path: str, sep: str, encoding: str, header: bool) -> list[int]
 def _in_file_lines(message: str, args, plan: _Plan) -> str:
     """A message about table rows (``rows 3, 5``), with the labels file's lines."""
     found = re.findall(r"\brows? ((?:\d+, )*\d+)", message)
-    if not found or args.format in EXPORT_QUESTION or _file_kind(args.labels, "") != "csv":
+    if not found or args.format in EXPORT_QUESTION or _file_kind(args.labels) != "csv":
         return message
     try:
         lines = _record_lines(args.labels, plan.sep, args.encoding, not args.no_header)
