@@ -351,10 +351,65 @@ def sample(
         switched = label_switched_chains(idata, reference)
         idata.attrs["label_switched_chains"] = switched
         _warn_switched(switched, chains)
+    if "community_prob" in idata.posterior and reference is not None and (
+            "community_prob" in posterior_of(reference)):
+        idata = align_communities(idata, reference)
     _trust.check_chance(idata.posterior.to_dataset(), annotator_label_counts(model),
                         what="the posterior (mean)")
     idata.attrs["seconds"] = time.perf_counter() - t0
     return idata
+
+
+def align_communities(idata, reference) -> xr.DataTree:
+    """The draws with each chain's communities renamed to the reference fit's.
+
+    The communities of the community model are exchangeable, so each chain may
+    find them in its own order. A chain's order is the assignment that best
+    matches its mean ``community_prob`` (annotator, community) to the
+    reference's (e.g. the MAP the chains start at); every posterior variable
+    with a ``community`` dim is reordered by it, and the chains that needed it
+    are listed in ``attrs["community_relabelled_chains"]``.
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        Draws with ``community_prob`` in their posterior.
+    reference : xarray.Dataset or xarray.DataTree
+        A one-draw fit with ``community_prob``.
+
+    Returns
+    -------
+    xarray.DataTree
+        A copy whose chains name the communities as the reference does.
+
+    Examples
+    --------
+    >>> from crowd_models.inference import align_communities
+    >>> from crowd_models.models import community
+    >>> model = community.build_model(cm.datasets.load_dog())
+    >>> idata = cm.sample(model, draws=200, tune=200, chains=2)  # doctest: +SKIP
+    >>> idata = align_communities(idata, cm.fit_map(model))  # doctest: +SKIP
+    """
+    post = idata.posterior.to_dataset()
+    ref = posterior_of(reference)["community_prob"]
+    ref = ref.isel({d: 0 for d in (D.CHAIN, D.DRAW) if d in ref.dims}).values
+    chains, relabelled = [], []
+    for chain in post[D.CHAIN].values:
+        one = post.sel({D.CHAIN: [chain]})
+        mean = one["community_prob"].mean((D.CHAIN, D.DRAW)).values  # (annotator, community)
+        rows, cols = linear_sum_assignment(-(mean.T @ ref))
+        order = rows[np.argsort(cols)]
+        if not np.array_equal(order, np.arange(len(order))):
+            relabelled.append(int(chain))
+            named = {n: v for n, v in one.data_vars.items() if D.COMMUNITY in v.dims}
+            # positions move; the coordinate stays, so that the chains concatenate as is
+            one = one.assign({n: v.isel({D.COMMUNITY: order}).drop_vars(
+                D.COMMUNITY, errors="ignore") for n, v in named.items()})
+        chains.append(one)
+    out = idata.copy()
+    out["posterior"] = xr.DataTree(xr.concat(chains, dim=D.CHAIN))
+    out.attrs["community_relabelled_chains"] = relabelled
+    return out
 
 
 def _nuts_start(model, start, progressbar):

@@ -191,3 +191,26 @@ def test_bad_input(small):
         community.simulate(ROWS, [0], n_items=5, spread=-1.0)
     with pytest.raises(ValueError, match="prevalence must be 3 probabilities"):
         community.simulate(ROWS, [0], n_items=5, prevalence=[0.5, 0.5])
+
+
+def test_chains_are_relabelled_to_the_reference_communities(small):
+    """Draws whose second chain holds the communities in another order come back in the
+    reference's order (every variable with a community dim), and the chain is named."""
+    import xarray as xr
+
+    from crowd_models.inference import align_communities
+
+    fit = community.em(small)
+    names = [n for n in fit.data_vars if "community" in fit[n].dims]
+    post = xr.concat([fit, fit], dim="chain").isel(draw=[0, 0, 0])
+    post = post.assign_coords(chain=[0, 1], draw=[0, 1, 2])
+    swapped = post.copy(deep=True)
+    for name in names:
+        moved = post[name].isel(chain=1, community=[2, 0, 1]).values
+        swapped[name].loc[{"chain": 1}] = moved
+    assert not np.allclose(swapped["community_prob"].values[1], post["community_prob"].values[1])
+    tree = xr.DataTree(children={"posterior": xr.DataTree(swapped)})
+    aligned = align_communities(tree, fit)
+    assert aligned.attrs["community_relabelled_chains"] == [1]
+    for name in names:
+        np.testing.assert_allclose(aligned.posterior[name].values, post[name].values)
