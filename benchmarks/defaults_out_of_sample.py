@@ -1,0 +1,255 @@
+"""Choosing a default by leave-one-set-out (issue 42): every candidate rule's
+accuracy against gold on every bundled categorical set and simulated crowd,
+then, for each held-out set, the rule a criterion picks on all the others and
+how that rule does on the held-out set.
+
+    .venv/bin/python benchmarks/defaults_out_of_sample.py                    # everything
+    .venv/bin/python benchmarks/defaults_out_of_sample.py --no-simulations   # the sets only
+    .venv/bin/python benchmarks/defaults_out_of_sample.py --only rte wsd label_bias
+
+The units: the eleven bundled categorical sets with gold (``SETS``: loaded as
+``accuracy.py`` loads them, features dropped and every repeated (item,
+annotator) pair reduced to its first label; duchenne scored on its 159 items
+with gold), ``model_choice.py``'s ``--simulations`` scenarios and
+``dawid_skene.simulate_sparse_crowd`` ("sparse"), each with seeds 0, 1 and 2.
+``--only`` names units (a set, a scenario, or "sparse").
+
+The rules (``RULES``), each an EM with the package's default priors, the same
+on every unit: majority vote (soft, ties split; argmax to the first class),
+full, one-coin and pooled Dawid-Skene, the spammer model (MACE), the
+item-difficulty model (GLAD, "fixed"), the community model (3 communities),
+the equal-weight average of the pooled and spammer item probabilities, and
+``auto``: ``compare_models`` with its defaults and ``choose`` (criterion
+"sharing"), then the chosen candidate's EM. The latent ordinal candidate is
+left out of ``auto`` on the ordered sets (web search, adult content): it has no
+EM, and ``model_choice.py`` measured its held-out score below the pooled
+model's on both.
+
+Printed: the accuracy table (units as rows, rules as columns) and each rule's
+seconds per unit as a ratio to full Dawid-Skene EM's on the same unit (all in
+this one run, after one small unshown crowd has paid the first calls' costs);
+then the leave-one-set-out table. A held-out set is one bundled
+set, or one simulated scenario with all its seeds (a rule chosen on seed 0 of a
+scenario is not out of sample on seed 1). Each criterion (``CRITERIA``) picks a
+rule on the other sets' accuracies only:
+
+* ``mean``: the best mean accuracy, each held-out-able set weighted equally
+  (a scenario's seeds averaged first);
+* ``worst``: the smallest worst-case shortfall against full Dawid-Skene EM
+  over the other sets' units (ties to the better mean);
+* ``floor``: the smallest worst-case shortfall under issue 42's floor, the
+  higher of full Dawid-Skene EM minus 0.01 and majority vote, counted as 0
+  where a rule meets it (so among the rules that meet the floor on every
+  other unit, the best mean accuracy).
+
+Per held-out unit: the chosen rule, its accuracy, and its shortfall against
+full DS EM and against majority vote (positive: the rule is worse). Then per
+criterion the mean out-of-set accuracy (sets weighted equally) and the number
+of units where the chosen rule is below full DS EM by more than 0.01 or below
+majority vote. Nothing is cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import crowd_models as cm
+from crowd_models import auto
+from crowd_models.models import community, dawid_skene, item_difficulty, spammer
+
+HERE = Path(__file__).resolve().parent
+SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "adult_content",
+        "relevance", "mozafari", "duchenne", "wsd")
+SEEDS = (0, 1, 2)
+SPARSE = "sparse"
+RULES = ("MV", "DS", "one-coin", "pooled", "spammer", "GLAD", "community",
+         "pooled+spammer", "auto")
+AUTO_RULE = {"dawid_skene": "DS", "one_coin": "one-coin", "pooled": "pooled",
+             "spammer": "spammer", "item_difficulty": "GLAD"}
+"""``auto``'s candidate names -> the rule whose fit it already is (two-coin has none)."""
+REFERENCE, BASELINE, TOLERANCE = "DS", "MV", 0.01
+CRITERIA = ("mean", "worst", "floor")
+_EPS = 1e-9  # "more than 0.01", "below": differences of a whole item, not of rounding
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _timed(fit):
+    t0 = time.perf_counter()
+    result = fit()
+    seconds = time.perf_counter() - t0
+    prob = result if isinstance(result, np.ndarray) else result["item_class_prob"].values[0, 0]
+    return prob, seconds
+
+
+def evaluate(ann: cm.Annotations, accuracy) -> tuple[dict, dict, str]:
+    """Every rule's accuracy and seconds on one unit, and ``auto``'s candidate.
+    ``accuracy(prob, ann)``: the accuracy over the items with gold."""
+    fits = {
+        "MV": lambda: cm.majority_vote(ann).to_numpy(),
+        "DS": lambda: dawid_skene.em(ann),
+        "one-coin": lambda: dawid_skene.em(ann, variant="one_coin"),
+        "pooled": lambda: dawid_skene.em(ann, variant="pooled"),
+        "spammer": lambda: spammer.em(ann),
+        "GLAD": lambda: item_difficulty.em(ann),
+        "community": lambda: community.em(ann, n_communities=3),
+    }
+    prob, seconds = {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # below-chance notes on crowds
+        for rule, fit in fits.items():
+            prob[rule], seconds[rule] = _timed(fit)
+        t0 = time.perf_counter()
+        chosen = auto.choose(auto.compare_models(ann))
+        seconds["auto"] = time.perf_counter() - t0
+        if chosen in AUTO_RULE:
+            prob["auto"] = prob[AUTO_RULE[chosen]]
+            seconds["auto"] += seconds[AUTO_RULE[chosen]]
+        else:
+            prob["auto"], extra = _timed(lambda: auto.point_fit(chosen, ann))
+            seconds["auto"] += extra
+    prob["pooled+spammer"] = (prob["pooled"] + prob["spammer"]) / 2
+    seconds["pooled+spammer"] = seconds["pooled"] + seconds["spammer"]
+    return ({rule: accuracy(prob[rule], ann) for rule in RULES},
+            {rule: seconds[rule] for rule in RULES}, chosen)
+
+
+def _pick(train: pd.DataFrame, groups: pd.Series, criterion: str, reference: str,
+          baseline: str, tolerance: float) -> str:
+    """The rule ``criterion`` picks from the training units' accuracies."""
+    mean = train.groupby(groups).mean().mean()  # each held-out-able set weighted equally
+    if criterion == "mean":
+        return str(mean.idxmax())
+    if criterion == "worst":
+        short = train.rsub(train[reference], axis=0).max()
+    elif criterion == "floor":
+        floor = np.maximum(train[reference] - tolerance, train[baseline])
+        short = train.rsub(floor, axis=0).max().clip(lower=0)
+    else:
+        raise ValueError(f"criterion={criterion!r} is not one of {CRITERIA}.")
+    tied = short[short <= short.min() + _EPS].index
+    return str(mean[tied].idxmax())
+
+
+def out_of_set(accuracy: pd.DataFrame, groups=None, criterion: str = "mean", *,
+               reference: str = REFERENCE, baseline: str = BASELINE,
+               tolerance: float = TOLERANCE) -> pd.DataFrame:
+    """Leave-one-set-out choices.
+
+    ``accuracy``: units as rows, rules as columns. ``groups``: each unit's
+    set (units of one set are held out together; by default each unit is its
+    own set). For each set, the rule ``criterion`` picks on the other sets'
+    units (``CRITERIA``; ties go to the earlier column), scored on the
+    held-out units. Back: one row per unit with ``set``, ``rule``,
+    ``accuracy``, ``vs_reference`` and ``vs_baseline`` (the reference's and
+    the baseline's accuracy minus the rule's: positive when the rule is worse),
+    and ``below_floor`` (below the reference by more than ``tolerance``, or
+    below the baseline).
+    """
+    groups = (pd.Series(accuracy.index, index=accuracy.index) if groups is None
+              else pd.Series(groups, index=accuracy.index))
+    rows = {}
+    for held in pd.unique(groups):
+        out = groups == held
+        if out.all():
+            raise ValueError("leave-one-set-out needs at least two sets.")
+        rule = _pick(accuracy[~out], groups[~out], criterion, reference, baseline, tolerance)
+        for unit in accuracy.index[out]:
+            got = accuracy.at[unit, rule]
+            vs_ref = accuracy.at[unit, reference] - got
+            vs_base = accuracy.at[unit, baseline] - got
+            rows[unit] = {"set": held, "rule": rule, "accuracy": got, "vs_reference": vs_ref,
+                          "vs_baseline": vs_base,
+                          "below_floor": bool(vs_ref > tolerance + _EPS or vs_base > _EPS)}
+    return pd.DataFrame.from_dict(rows, orient="index").loc[accuracy.index]
+
+
+def units(only, simulations: bool, model_choice, load):
+    """(name, set, loader) of every unit to run, in order."""
+    chosen = [name for name in SETS if name in only]
+    for name in chosen:
+        yield name, name, lambda name=name: load(name)
+    if not simulations:
+        return
+    for scenario in (*model_choice.SCENARIOS, SPARSE):
+        if scenario not in only:
+            continue
+        for seed in SEEDS:
+            make = ((lambda seed=seed: dawid_skene.simulate_sparse_crowd(seed))
+                    if scenario == SPARSE else
+                    (lambda scenario=scenario, seed=seed:
+                     model_choice.simulated(scenario, np.random.default_rng(seed))))
+            yield f"{scenario}/{seed}", scenario, make
+
+
+def main(argv=None) -> None:
+    model_choice = _module("model_choice")
+    tools = model_choice._accuracy_tools()
+    every = (*SETS, *model_choice.SCENARIOS, SPARSE)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=list(every), choices=every,
+                        help="units to run: sets, scenarios (all their seeds), 'sparse'")
+    parser.add_argument("--no-simulations", dest="simulations", action="store_false",
+                        help="the bundled sets only")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    # one small crowd first, not shown: first calls' costs out of the timings
+    evaluate(dawid_skene.simulate_sparse_crowd(99, n_items=60, n_light=40, heavy=(30,)),
+             tools._accuracy)
+    acc, sec, sets, chose = {}, {}, {}, {}
+    for name, group, make in units(args.only, args.simulations, model_choice, tools.load):
+        t0 = time.perf_counter()
+        acc[name], sec[name], chose[name] = evaluate(make(), tools._accuracy)
+        sets[name] = group
+        print(f"{name}: auto chose {chose[name]} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    accuracy = pd.DataFrame(acc).T[list(RULES)]
+    seconds = pd.DataFrame(sec).T[list(RULES)]
+    groups = pd.Series(sets)
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print("\nAccuracy against gold (auto: the candidate 'sharing' chose in brackets)")
+        shown = accuracy.round(4).astype(str)
+        shown["auto"] = shown["auto"] + " (" + pd.Series(chose) + ")"
+        print(shown.to_string())
+        print("\nSeconds per unit as a ratio to full DS EM's (DS: its seconds)")
+        ratio = seconds.div(seconds["DS"], axis=0).round(2)
+        ratio["DS"] = seconds["DS"].round(2).astype(str) + " s"
+        print(ratio.to_string())
+        if groups.nunique() < 2:
+            return
+        print("\nLeave-one-set-out: the rule each criterion picks without the held-out set; "
+              "its accuracy there, and full DS's and MV's accuracy minus it")
+        results = {c: out_of_set(accuracy, groups, c) for c in CRITERIA}
+        table = pd.concat({c: r[["rule", "accuracy", "vs_reference", "vs_baseline"]]
+                           .rename(columns={"vs_reference": "DS-it", "vs_baseline": "MV-it"})
+                           for c, r in results.items()}, axis=1)
+        print(table.round(4).to_string())
+    real = groups.isin(SETS)
+    for criterion, r in results.items():
+        by_set = r["accuracy"].groupby(groups).mean()
+        picks = r.groupby("set")["rule"].first().value_counts()
+        print(f"{criterion:5s}: mean out-of-set accuracy {by_set.mean():.4f} over "
+              f"{len(by_set)} sets ({by_set[by_set.index.isin(SETS)].mean():.4f} over the "
+              f"bundled ones); below full DS - {TOLERANCE} on "
+              f"{int((r['vs_reference'] > TOLERANCE + _EPS).sum())} of {len(r)} units "
+              f"({int((r['vs_reference'][real] > TOLERANCE + _EPS).sum())} bundled), below MV "
+              f"on {int((r['vs_baseline'] > _EPS).sum())} "
+              f"({int((r['vs_baseline'][real] > _EPS).sum())} bundled); picks "
+              + ", ".join(f"{rule} x{n}" for rule, n in picks.items()))
+    print(f"wall time {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
