@@ -152,10 +152,6 @@ def _json_lines(path, what: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def _text(value) -> str:
-    return str(value)
-
-
 def _skipped(counts: dict, what: str) -> None:
     shown = [f"{n} {why}" for why, n in counts.items() if n]
     if shown:
@@ -173,7 +169,7 @@ def _ls_annotator(annotation) -> str | None:
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         who = who.get("email") or who.get("id")
-    return None if who is None else _text(who)
+    return None if who is None else str(who)
 
 
 def _ls_answers(results, from_name: str | None) -> dict[str, object]:
@@ -197,7 +193,7 @@ def _one_choice(value, where: str):
                              f"per annotation is read; multi-label questions are not supported.")
         value = value[0]
         if isinstance(value, list):  # taxonomy: a path of choices, the last is the class
-            value = "/".join(_text(v) for v in value)
+            value = "/".join(str(v) for v in value)
     return value
 
 
@@ -224,7 +220,7 @@ def label_studio_table(path, *, from_name: str | None = None):
     for t_index, task in enumerate(tasks):
         if "id" not in task:
             raise ValueError(f"Label Studio export {str(path)!r}: task {t_index} has no 'id'.")
-        item = _text(task["id"])
+        item = str(task["id"])
         for annotation in task.get("annotations", task.get("completions", [])):
             if annotation.get("was_cancelled"):
                 skipped["cancelled annotation(s)"] += 1
@@ -261,13 +257,13 @@ def prodigy_table(path, *, label: str | None = None):
     what = f"Prodigy file {str(path)!r}"
     lines = _json_lines(path, "Prodigy file")
     binary = [obj for _, obj in lines if "accept" not in obj]
-    asked = sorted({_text(obj["label"]) for obj in binary if "label" in obj})
+    asked = sorted({str(obj["label"]) for obj in binary if "label" in obj})
     if label is None and len(asked) > 1:
         raise ValueError(f"{what} holds yes/no questions about {len(asked)} labels "
                          f"({examples(asked)}); pass label= to read one.")
     rows, skipped = [], {"ignored answer(s)": 0, "rejected choice task(s)": 0}
     for number, obj in lines:
-        if label is not None and "accept" not in obj and _text(obj.get("label")) != label:
+        if label is not None and "accept" not in obj and str(obj.get("label")) != label:
             continue
         answer = obj.get("answer")
         if answer not in ("accept", "reject", "ignore"):
@@ -289,7 +285,7 @@ def prodigy_table(path, *, label: str | None = None):
             value = _one_choice(obj["accept"], f"line {number}")
         else:
             value = answer
-        rows.append((_text(obj["_input_hash"]), _text(annotator), value))
+        rows.append((str(obj["_input_hash"]), str(annotator), value))
     _skipped(skipped, what)
     return pd.DataFrame(rows, columns=COLUMNS), None
 
@@ -346,7 +342,7 @@ def sagemaker_table(path, *, attribute: str | None = None):
             if isinstance(content, str):
                 content = json.loads(content)
             where = f"{what}, line {number}, worker {worker.get('workerId')!r}"
-            rows.append((_text(item), _text(worker["workerId"]), _find_label(content, where)))
+            rows.append((str(item), str(worker["workerId"]), _find_label(content, where)))
     return pd.DataFrame(rows, columns=COLUMNS), None
 
 

@@ -21,7 +21,8 @@ from crowd_models.cli._options import (
     InputError,
     _names,
 )
-from crowd_models.saved import netcdf_attrs, save_fit  # noqa: F401
+from crowd_models.saved import netcdf_attrs  # noqa: F401
+from crowd_models.saved import save_fit as _write_fit  # noqa: F401  (the report's fit.nc)
 
 
 # ------------------------------------------------------------------ output
@@ -76,10 +77,6 @@ def _package_version() -> str:
         import crowd_models
 
         return crowd_models.__version__
-
-
-def _write_fit(fit, path: Path, info: dict) -> None:
-    save_fit(fit, path, info)
 
 
 def _planned_report(out: Path, entries: list[str], names: list[str]) -> None:

@@ -466,12 +466,13 @@ def em(
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    derived = _derived(params, pri)
+    alpha = C.dirichlet_rows(derived["confusion"], C.expected_counts(annotations, prob),
+                             pri["spread"])
     fit = C.em_dataset(
-        annotations, {**_derived(params, pri), "item_class_prob": prob}, _DIMS,
+        annotations, {**derived, "item_class_prob": prob}, _DIMS,
         extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
-               "confusion_alpha": (_DIMS["confusion"], C.dirichlet_rows(
-                   _derived(params, pri)["confusion"], C.expected_counts(annotations, prob),
-                   pri["spread"]))},
+               "confusion_alpha": (_DIMS["confusion"], alpha)},
         attrs={"family": "community", "variant": "", "method": "em",
                "log_likelihood": float(item_ll.sum()),
                "log_posterior": _log_posterior(annotations, params, pri),

@@ -79,11 +79,12 @@ _LABEL_STEPS = ((4, 4), (4, -12), (-4, 4), (-4, -12), (4, 16), (4, -24), (-4, 16
 
 def _label_points(ax, x, y, names, groups: dict[str, list[int]]) -> None:
     """Write annotator ids at chosen points, once each, each at the first offset
-    where it overlaps no label already written; a text's gid is its group."""
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    box = ax.get_window_extent()
+    where it overlaps no label already written (call it once the axes' limits and
+    scales are set: it places by the display positions); a text's gid is its group."""
     scale = 72 / ax.figure.dpi  # pixels to points
-    width, height = box.width * scale, box.height * scale
+    finite = np.isfinite(x) & np.isfinite(y)
+    at = np.full((len(x), 2), np.nan)
+    at[finite] = ax.transData.transform(np.column_stack([x[finite], y[finite]])) * scale
     placed: list[tuple[float, float, float, float]] = []
     done: set[int] = set()
     for group, positions in groups.items():
@@ -93,8 +94,7 @@ def _label_points(ax, x, y, names, groups: dict[str, list[int]]) -> None:
             done.add(i)
             text = str(names[i])
             w, h = 0.7 * _LABEL_SIZE * len(text), 1.3 * _LABEL_SIZE
-            px = (x[i] - x0) / (x1 - x0) * width
-            py = (y[i] - y0) / (y1 - y0) * height
+            px, py = at[i]
             for dx, dy in _LABEL_STEPS:
                 left = px + dx if dx > 0 else px + dx - w
                 rect = (left, py + dy, left + w, py + dy + h)
@@ -489,12 +489,12 @@ def plot_bias_noise(fit, *, table: pd.DataFrame | None = None, ci_prob: float = 
     ax.scatter(x, y, s=_marker_sizes(table["n_labels"]), color="C0", edgecolor="white",
                linewidth=0.5, zorder=3, gid="estimates",
                label="estimate (area: labels)" if sized else "estimate")
-    if label_extremes:
-        best, worst = _extremes(-y, label_extremes)
-        _label_points(ax, x, y, table.index, {"best": best, "worst": worst})
     if has_bias:
         ax.axvline(0, color="0.6", linestyle="--", linewidth=1, gid="no_bias")
     ax.set_ylim(bottom=0)
+    if label_extremes:
+        best, worst = _extremes(-y, label_extremes)
+        _label_points(ax, x, y, table.index, {"best": best, "worst": worst})
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     if title is None:
@@ -590,9 +590,6 @@ def plot_accuracy(fit, *, table: pd.DataFrame | None = None, ci_prob: float = 0.
                 table["accuracy_upper"].to_numpy(float), f"{ci_prob:.0%} interval")
     ax.scatter(x, y, s=28, color="C0", edgecolor="white", linewidth=0.5, zorder=3,
                gid="estimates", label="estimate")
-    if label_extremes:
-        best, worst = _extremes(y, label_extremes)
-        _label_points(ax, x, y, table.index, {"best": best, "worst": worst})
     if D.TRUE_CLASS in post.sizes:
         chance = 1 / post.sizes[D.TRUE_CLASS]
         ax.axhline(chance, color="0.6", linestyle="--", linewidth=1, gid="chance",
@@ -600,6 +597,9 @@ def plot_accuracy(fit, *, table: pd.DataFrame | None = None, ci_prob: float = 0.
     if by_labels:
         ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
+    if label_extremes:
+        best, worst = _extremes(y, label_extremes)
+        _label_points(ax, x, y, table.index, {"best": best, "worst": worst})
     ax.set_xlabel("labels per annotator" if by_labels else "annotator (labels not recorded)")
     ax.set_ylabel("accuracy (probability of a correct label)")
     if title is None:
