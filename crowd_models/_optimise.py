@@ -9,11 +9,13 @@ import dataclasses
 import numpy as np
 import xarray as xr
 from pymc.logprob.utils import ParameterValueError
+from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import OptimizeResult, minimize
 from threadpoolctl import threadpool_limits
 
 from crowd_models import _compiled
 from crowd_models import _dims as D
+from crowd_models._gaussian import difference_hessian, inverse_from_factor, positive_definite_factor
 from crowd_models._points import group_dataset
 from crowd_models._text import warn
 
@@ -393,34 +395,10 @@ def _newton_polish(fun, x, value, grad, *, gtol, progressbar=False):
                           preconditioner="jacobi" if jacobi else "none")
 
 
-HESSIAN_STEP = 1e-5
-"""Relative step of the central differences behind the Laplace Hessian (near
-the cube root of float64 precision; relative error about 1e-9)."""
-
-
-LAPLACE_EIGEN_FLOOR = 1e-10
-"""The Laplace Hessian counts as positive definite when its smallest eigenvalue
-exceeds this times its largest."""
-
-
 BOUNDARY_Z = 20.0
 """fit_map warns when a constrained parameter's unconstrained value exceeds this
 in magnitude (a probability within about 2e-9 of 0 or 1, a positive one
 below 2e-9): the mode sits on the edge of the support."""
-
-
-def _difference_hessian(fun, x) -> np.ndarray:
-    """The Hessian at ``x`` from central differences of ``fun``'s gradient, one
-    coordinate at a time (2 x size evaluations), symmetrised."""
-    n = x.size
-    hess = np.empty((n, n))
-    for i in range(n):
-        step = HESSIAN_STEP * (1.0 + abs(float(x[i])))
-        up, down = x.copy(), x.copy()
-        up[i] += step
-        down[i] -= step
-        hess[:, i] = (fun(up)[1] - fun(down)[1]) / (2 * step)
-    return (hess + hess.T) / 2
 
 
 def _largest(grad) -> float:
@@ -658,21 +636,20 @@ class ModeSearch:
                                options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 200 * x.size,
                                         "maxcor": LBFGS_MAXCOR})
                 x = np.asarray(res.x, dtype=float)
-            hess = _difference_hessian(fun, x)
-        eigen = np.linalg.eigvalsh(hess) if x.size else np.ones(1)
-        if not (np.all(np.isfinite(hess)) and eigen[0] > LAPLACE_EIGEN_FLOOR * max(eigen[-1], 0)):
+            hess = difference_hessian(fun, x)
+        chol, detail = positive_definite_factor(hess)
+        if chol is None:
             warn(
                 f"laplace=True: the Hessian of the negative log density of the unconstrained "
-                f"variables at its mode is not positive definite (eigenvalues from "
-                f"{eigen[0]:.3g} to {eigen[-1]:.3g}): the mode sits on a ridge or on the edge "
-                f"of the support, where a Gaussian approximation does not exist. No Laplace "
-                f"draws were made; use cm.sample for the uncertainty.")
+                f"variables at its mode is not positive definite{detail}: the mode sits on a "
+                f"ridge or on the edge of the support, where a Gaussian approximation does "
+                f"not exist. No Laplace draws were made; use cm.sample for the uncertainty.")
             return None
-        chol = np.linalg.cholesky(hess)
         # one Newton step to the mode, then draws x + L^-T z (covariance H^-1)
-        x = x - np.linalg.solve(chol.T, np.linalg.solve(chol, fun(x)[1]))
+        if x.size:
+            x = x - cho_solve((chol, True), fun(x)[1])
         z = np.random.default_rng(random_seed).standard_normal((draws, x.size))
-        values = x + np.linalg.solve(chol.T, z.T).T
+        values = x + solve_triangular(chol, z.T, lower=True, trans="T").T
         to_constrained = fns.constrained()
         rows = [to_constrained(*_compiled.split_vector(v, shapes)) for v in values]
         post = {name: np.stack([np.asarray(r[k]) for r in rows])[None]
@@ -683,7 +660,7 @@ class ModeSearch:
         names = _variable_names(fns, shapes)
         gaussian = xr.Dataset(
             {"mean": (("variables",), x),
-             "covariance": (("variables", "variables_"), np.linalg.inv(hess))},
+             "covariance": (("variables", "variables_"), inverse_from_factor(chol))},
             coords={"variables": names, "variables_": names},
         )
         return laplace, gaussian

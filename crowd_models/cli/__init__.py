@@ -121,8 +121,9 @@ Intervals: ``--method nuts`` summarises the NUTS draws; ``--method map``
 (the default) draws 1000 times from the Laplace approximation at the mode
 (``fit_map(..., laplace=True)``; kept in ``fit.nc``'s ``laplace`` group; seed
 ``--seed``, default 0), except for feature-accuracy (a lasso mode) and models
-with more than 2000 free parameters; ``--method em`` uses the EM's conjugate
-approximations. The line after the table says which applied.
+with more than 12,000 free parameters, or whose dense Hessian would take over half
+the free memory; ``--method em`` uses the EM's conjugate approximations. The
+line after the table says which applied.
 
 Python warnings raised while fitting (e.g. annotators below chance, estimates
 on a boundary) print as one line each on stderr (``warning: ...``). Errors in

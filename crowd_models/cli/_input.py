@@ -93,7 +93,11 @@ def _read_binary_table(path: str, what: str, kind: str, ids: tuple, header: bool
             raise InputError(f"{what} file {path!r} is a Parquet file: install pyarrow (pip "
                              f"install pyarrow) to read it, or save it as CSV.")
         return pd.read_parquet(path)
-    if kind == "old excel" or importlib.util.find_spec("openpyxl") is None:
+    if kind == "old excel":
+        raise InputError(f"{what} file {path!r} is an Excel 97-2003 workbook (.xls), which "
+                         f"is not read: save it as CSV (UTF-8), or as an .xlsx workbook and "
+                         f"pass that with openpyxl installed (pip install openpyxl).")
+    if importlib.util.find_spec("openpyxl") is None:
         raise InputError(f"{what} file {path!r} is an Excel workbook: save it as CSV (UTF-8), "
                          f"or pass an .xlsx with openpyxl installed (pip install openpyxl).")
     table = pd.read_excel(path, header=0 if header else None, dtype=object)

@@ -348,6 +348,43 @@ def _irt_fit_rates(ann, prob, pri, previous, max_iter):
                     np.split(res.x, [J, 2 * J, 2 * J + n]), strict=True))
 
 
+def _irt_rate_spreads(ann, params, prob, pri) -> dict:
+    """Each annotator's Laplace approximation of (ability, bias) given the item
+    parameters and the final E-step: minus the inverse of the 2 x 2 Hessian of the
+    expected complete log posterior (its Fisher information where that block is not
+    negative definite, off a fixed point), as ``ability_sd``, ``bias_sd`` and the
+    Normals of ability + bias and ability - bias, whose typical rates are the
+    sensitivity and specificity (``report``'s ``typical_rate`` approximations)."""
+    i, j, J = ann.item_idx, ann.annotator_idx, ann.n_annotators
+    sign = 2.0 * ann.labels - 1.0
+    e2 = np.exp(2 * params["log_easiness"])[i]
+    observed, fisher = np.zeros((2, J)), np.zeros((2, J))  # (d2/da2 = d2/db2, d2/dadb)
+    for k, c in ((0, -1.0), (1, 1.0)):
+        u, x = _irt_correct_logits(params["ability"], params["bias"], params["log_easiness"],
+                                   params["difficulty"], c, i, j)
+        eta = sign * c * x
+        flat = prob[i, k] * e2 * expit(eta) * expit(-eta) * expit(u) ** 2
+        bent = prob[i, k] * e2 * expit(-eta) * sign * c * expit(u) * expit(-u)
+        for out, curve in ((observed, bent - flat), (fisher, -flat)):
+            out += np.stack([np.bincount(j, weights=curve, minlength=J),
+                             c * np.bincount(j, weights=curve, minlength=J)])
+    spreads = {}
+    for curvature in (fisher, observed):  # observed wins where it is negative definite
+        aa = -curvature[0] + 1 / pri["ability"][1] ** 2
+        bb = -curvature[0] + 1 / pri["bias_sd"] ** 2
+        ab = -curvature[1]
+        det = aa * bb - ab ** 2
+        good = (aa > 0) & (det > 0)
+        var_a, var_b, cov = bb / det, aa / det, -ab / det
+        for name, value in (("ability_sd", var_a), ("bias_sd", var_b),
+                            ("sensitivity_scale", var_a + var_b + 2 * cov),
+                            ("specificity_scale", var_a + var_b - 2 * cov)):
+            spreads[name] = np.where(good, np.sqrt(np.abs(value)), spreads.get(name, np.nan))
+    spreads["sensitivity_location"] = params["ability"] + params["bias"]
+    spreads["specificity_location"] = params["ability"] - params["bias"]
+    return spreads
+
+
 def _irt_m_step(ann, prob, pri, previous, max_iter=200):
     return {**_irt_fit_rates(ann, prob, pri, previous, max_iter),
             "prevalence": _prevalence_step(prob, pri)}
@@ -587,6 +624,8 @@ def em(
     if irt:
         derived["sensitivity"], derived["specificity"] = _typical_rates(params["ability"],
                                                                         params["bias"])
+        extra.update({name: ((D.ANNOTATOR,), value) for name, value in
+                      _irt_rate_spreads(annotations, params, prob, pri).items()})
     else:
         extra["ability_sd"] = ((D.ANNOTATOR,), _ability_sd(annotations, params, pri))
     return C.em_dataset(

@@ -8,7 +8,7 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._fits import MC_DRAWS, MC_SEED, check_ci_prob, has_laplace, posterior_of
 from crowd_models.inference import laplace_fit
-from crowd_models.report.summary import _approximation
+from crowd_models.report._approximations import approximation
 
 __all__ = ["forest_draws", "plot_forest"]
 
@@ -36,7 +36,7 @@ def _one_fit_draws(fit, names: list[str], n_draws: int, rng) -> xr.Dataset:
     for name in names:
         da = sample[name]
         dims = da.dims[1:]
-        dist = _approximation(post, name) if size == 1 else None
+        dist = approximation(post, name) if size == 1 else None
         if dist is not None:  # an EM fit's conjugate approximation, drawn from
             values = dist.rvs(size=(n_draws, da.shape[1]), random_state=rng)
         elif size == 1:  # a point without uncertainty: drawn as a point

@@ -6,12 +6,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import stats
-from scipy.special import gammaln, logit
+from scipy.special import logit
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
-    MC_DRAWS,
-    MC_SEED,
     SAMPLE_DIMS,
     annotator_vector,
     check_ci_prob,
@@ -28,70 +26,15 @@ from crowd_models._fits import (
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.inference import laplace_fit
+from crowd_models.report._approximations import (
+    approximation,
+    gamma_root_summary,
+    single_draw_summary,
+)
 from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
 from crowd_models.report.metrics import _item_class_prob
 
 _STATS = ("mean", "sd", "lower", "upper")
-_APPROXIMATIONS = {
-    "sensitivity": ("beta", "sensitivity_alpha", "sensitivity_beta"),
-    "specificity": ("beta", "specificity_alpha", "specificity_beta"),
-    "accuracy": ("beta", "accuracy_alpha", "accuracy_beta"),
-    "precision": ("gamma", "precision_alpha", "precision_beta"),
-    "trustworthiness": ("beta", "trustworthiness_alpha", "trustworthiness_beta"),
-    "ability": ("norm", "ability", "ability_sd"),
-}
-"""Approximate posteriors an EM fit may store per annotator: measure -> (Beta(alpha,
-beta), Gamma(shape, rate) or Normal(mean, sd), its two parameters); written by the EM
-of two-coin (Raykar et al. 2009, 7.1), one-coin DS, continuous and spammer (given the
-final E-step), and item difficulty (a Laplace at the mode, given the easiness)."""
-
-
-def _approximation(post: xr.Dataset, name: str):
-    """The frozen scipy distribution (over annotators) an EM fit stores for
-    measure ``name`` (see :data:`_APPROXIMATIONS`), or None."""
-    if name not in _APPROXIMATIONS:
-        return None
-    family, first, second = _APPROXIMATIONS[name]
-    if not all(n in post and D.ANNOTATOR in post[n].dims for n in (first, second)):
-        return None
-    a, b = annotator_vector(post, first), annotator_vector(post, second)
-    return getattr(stats, family)(a, b) if family != "gamma" else stats.gamma(a, scale=1 / b)
-
-
-def _single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
-                         ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
-    """Summaries of a one-draw fit (EM or MAP).
-
-    The mean is the fit's point estimate and spreads and intervals are NaN,
-    except for the measures of an EM fit that stores their approximate
-    posterior (:data:`_APPROXIMATIONS`: the Betas of sensitivity,
-    specificity and a one-coin accuracy, the Gamma of a continuous
-    precision): those report the approximation's mean, sd and quantiles, and
-    the weight of a fit with both Betas those of Monte Carlo draws from them.
-    The EM estimate is the approximation's mode, which can lie outside its
-    equal-tailed interval (a sensitivity of 1 on a perfect record), so it is
-    not the reported mean."""
-    tail = (1 - ci_prob) / 2
-    out, approximations = {}, {}
-    for name, da in measures.items():
-        point = draw_matrix(da)[0]
-        nan = np.full_like(point, np.nan)
-        out[name] = {"mean": point, "sd": nan, "lower": nan.copy(), "upper": nan.copy()}
-        dist = _approximation(post, name)
-        if dist is not None:
-            approximations[name] = dist
-            out[name] = {"mean": dist.mean(), "sd": dist.std(), "lower": dist.ppf(tail),
-                         "upper": dist.ppf(1 - tail)}
-    if "weight" in out and "weight" not in post and {"sensitivity", "specificity"} <= set(
-            approximations):
-        rng = np.random.default_rng(MC_SEED)
-        n = len(out["weight"]["mean"])
-        sens = approximations["sensitivity"].rvs(size=(MC_DRAWS, n), random_state=rng)
-        spec = approximations["specificity"].rvs(size=(MC_DRAWS, n), random_state=rng)
-        out["weight"] = summarise_draws(logit(sens) + logit(spec), ci_prob)
-    return out
-
-
 def _is_continuous(fit, post: xr.Dataset) -> bool:
     """Whether a fit is the continuous family's (a per-annotator precision and a true value)."""
     if not ("precision" in post and is_annotator_measure(post["precision"])):
@@ -100,35 +43,19 @@ def _is_continuous(fit, post: xr.Dataset) -> bool:
             or getattr(fit, "attrs", {}).get("family") == "continuous")
 
 
-def _gamma_root_summary(a, b, ci_prob: float) -> dict[str, np.ndarray]:
-    """Mean, sd and interval of 1 / sqrt(precision), precision ~ Gamma(a, rate b), in
-    closed form: E = sqrt(b) G(a - 1/2) / G(a), E[SD^2] = b / (a - 1), and the
-    quantiles are the precision's reversed (infinite where a moment is not finite)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    tail = (1 - ci_prob) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(a > 0.5, np.sqrt(b) * np.exp(gammaln(np.maximum(a, 0.5 + 1e-12) - 0.5)
-                                                   - gammaln(a)), np.inf)
-        second = np.where(a > 1, b / np.maximum(a - 1, 1e-300), np.inf)
-        spread = np.where(a > 1, np.sqrt(np.maximum(second - mean ** 2, 0.0)), np.inf)
-        dist = stats.gamma(a, scale=1 / b)
-        return {"mean": mean, "sd": spread, "lower": 1 / np.sqrt(dist.ppf(1 - tail)),
-                "upper": 1 / np.sqrt(dist.ppf(tail))}
-
-
 def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
     """Mean, sd and interval of each annotator's noise SD, 1 / sqrt(precision)."""
     draws = draw_matrix(post["precision"])
     with np.errstate(divide="ignore"):
         if len(draws) > 1:
             return summarise_draws(1 / np.sqrt(draws), ci_prob)
-        dist = _approximation(post, "precision")
+        dist = approximation(post, "precision")
         if dist is None:
             point = 1 / np.sqrt(draws[0])
             nan = np.full_like(point, np.nan)
             return {"mean": point, "sd": nan, "lower": nan.copy(), "upper": nan.copy()}
         a, b = annotator_vector(post, "precision_alpha"), annotator_vector(post, "precision_beta")
-        return _gamma_root_summary(a, b, ci_prob)
+        return gamma_root_summary(a, b, ci_prob)
 
 # --------------------------------------------------------------- the table
 def _with_draws(fit):
@@ -298,7 +225,7 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
         summaries = {name: summarise_draws(draw_matrix(da), ci_prob)
                      for name, da in measures.items()}
     else:
-        summaries = _single_draw_summary(post, measures, ci_prob)
+        summaries = single_draw_summary(post, measures, ci_prob)
     if conf is not None:
         accuracies = _accuracy_summaries(post, conf, ci_prob)
         if _is_one_coin(post) and "accuracy" in summaries:
@@ -557,7 +484,7 @@ def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> 
     table["precision_lower"] = stats.gamma.ppf(tail, a, scale=1 / b)
     table["precision_upper"] = stats.gamma.ppf(1 - tail, a, scale=1 / b)
     if "sd_mean" in table:
-        root = _gamma_root_summary(a, b, ci_prob)
+        root = gamma_root_summary(a, b, ci_prob)
         for stat in ("sd", "lower", "upper"):
             table[f"sd_{stat}"] = root[stat]
     if "bias_conditional_sd" in em_fit and "bias_mean" in table:

@@ -337,16 +337,26 @@ def test_the_report_says_where_its_intervals_come_from(files, tmp_path, capsys):
                                rtol=1e-6)
 
 
-def test_laplace_is_skipped_with_its_reason():
+def test_laplace_is_skipped_with_its_reason(monkeypatch):
+    from crowd_models.cli import _commands
     from crowd_models.cli._commands import LAPLACE_MAX_PARAMETERS, _intervals_text, _laplace_skipped
 
-    many = two_coin.simulate(sensitivity=np.full(1100, 0.8), specificity=np.full(1100, 0.8),
-                             n_items=3000, labels_per_item=3, rng=np.random.default_rng(0))
+    many = two_coin.simulate(sensitivity=np.full(6100, 0.8), specificity=np.full(6100, 0.8),
+                             n_items=20000, labels_per_item=3, rng=np.random.default_rng(0))
     model = two_coin.build_model(many)
     size = 2 * many.n_annotators + 1  # sensitivity, specificity, prevalence
     assert size > LAPLACE_MAX_PARAMETERS
     assert _laplace_skipped(model, "two-coin") == (
         f"{size} free parameters, above the Laplace limit of {LAPLACE_MAX_PARAMETERS}")
+    # below the limit, the three dense n x n matrices must fit in half the free memory
+    part = many.select(many.annotator_idx < 3000)
+    middle, size = two_coin.build_model(part), 2 * part.n_annotators + 1
+    monkeypatch.setattr(_commands, "_available_memory", lambda: 2 * 3 * 8 * size ** 2 - 2)
+    assert _laplace_skipped(middle, "two-coin") == (
+        f"{size} free parameters need 0.8 GiB for the Hessian, its factor and the "
+        f"covariance, more than half of the 1.6 GiB available")
+    monkeypatch.setattr(_commands, "_available_memory", lambda: 2 * 3 * 8 * size ** 2)
+    assert _laplace_skipped(middle, "two-coin") is None
     assert "exact zeros" in _laplace_skipped(model, "feature-accuracy")
     small = two_coin.build_model(two_coin.simulate(sensitivity=[0.9, 0.8], specificity=[0.9, 0.8],
                                                    n_items=20, rng=np.random.default_rng(1)))

@@ -74,6 +74,13 @@ def test_excel_and_parquet_files(tmp_path, reference, capsys):
     if pytest.importorskip("importlib.util").find_spec("openpyxl") is None:
         assert code == 2 and "is an Excel workbook: save it as CSV (UTF-8), or pass an .xlsx " \
                              "with openpyxl installed" in err
+    old = tmp_path / "labels.xls"
+    old.write_bytes(b"\xd0\xcf\x11\xe0" + b"\x00" * 60)  # an OLE2 compound document
+    assert main(["fit", str(old), *EM, "--out", str(tmp_path / "o0")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"crowd-models: error: labels file {str(old)!r} is an Excel 97-2003 workbook (.xls), "
+        f"which is not read: save it as CSV (UTF-8), or as an .xlsx workbook and pass that "
+        f"with openpyxl installed (pip install openpyxl).")
     pytest.importorskip("pyarrow", reason="reading Parquet needs pyarrow")
     frame.to_parquet(tmp_path / "labels.parquet")
     out = tmp_path / "o2"

@@ -225,6 +225,51 @@ def test_irt_map_equals_em_and_recovers(irt_data):
     np.testing.assert_allclose(table["difficulty_mean"], em_fit["difficulty"].values[0, 0])
 
 
+def test_irt_em_reports_rate_intervals_from_its_curvature(irt_data):
+    """The IRT EM stores, per annotator, the Laplace approximation of (ability, bias)
+    given the item parameters and the final E-step: minus the inverse of the 2 x 2
+    Hessian (here by finite differences) of the expected complete log posterior;
+    the table's sensitivity and specificity intervals are the Normal quantiles of
+    ability +- bias mapped through the typical rate expit(softplus(.))."""
+    from scipy.special import log_expit
+    from scipy.stats import norm
+
+    fit = idf.em(irt_data, variant="irt", tol=1e-10)
+    a, b = (fit[n].values.ravel() for n in ("ability", "bias"))
+    d, le = fit["difficulty"].values.ravel(), fit["log_easiness"].values.ravel()
+    prob = fit["item_class_prob"].values.reshape(irt_data.n_items, 2)
+    mean, sd = idf.DEFAULT_PRIORS["ability_prior"]
+
+    def expected(j, aj, bj):
+        rows = irt_data.annotator_idx == j
+        i, sign = irt_data.item_idx[rows], 2.0 * irt_data.labels[rows] - 1
+        total = norm.logpdf(aj, mean, sd) + norm.logpdf(bj, 0, 1)
+        for k, c in ((0, -1.0), (1, 1.0)):
+            u = np.exp(le[i]) * (aj + c * bj - d[i])
+            total += prob[i, k] @ log_expit(sign * c * np.logaddexp(0, u))
+        return total
+
+    h = 1e-4
+    table = cm.report.annotator_summary(fit)
+    for j in range(irt_data.n_annotators):
+        f = lambda x, y, j=j: expected(j, a[j] + x, b[j] + y)  # noqa: E731
+        hess = np.array([
+            [f(h, 0) - 2 * f(0, 0) + f(-h, 0), (f(h, h) - f(h, -h) - f(-h, h) + f(-h, -h)) / 4],
+            [0.0, f(0, h) - 2 * f(0, 0) + f(0, -h)]]) / h ** 2
+        hess[1, 0] = hess[0, 1]
+        cov = np.linalg.inv(-hess)
+        np.testing.assert_allclose(fit["ability_sd"].values[j], np.sqrt(cov[0, 0]), rtol=1e-4)
+        np.testing.assert_allclose(fit["bias_sd"].values[j], np.sqrt(cov[1, 1]), rtol=1e-4)
+        for name, c in (("sensitivity", 1), ("specificity", -1)):
+            scale = np.sqrt(cov[0, 0] + cov[1, 1] + 2 * c * cov[0, 1])
+            for q, column in ((0.05, "lower"), (0.95, "upper")):
+                x = norm.ppf(q, a[j] + c * b[j], scale)
+                np.testing.assert_allclose(table[f"{name}_{column}"].iloc[j],
+                                           expit(np.logaddexp(0, x)), rtol=1e-4)
+    assert (table["sensitivity_lower"] < fit["sensitivity"].values.ravel()).all()
+    assert (table["specificity_upper"] > fit["specificity"].values.ravel()).all()
+
+
 def test_irt_bad_input(irt_data, varied):
     with pytest.raises(ValueError, match="for binary labels.*3 classes"):
         idf.build_model(varied, variant="irt")

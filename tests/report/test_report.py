@@ -1036,3 +1036,26 @@ def test_plot_confusions_errors(rng):
     with pytest.raises(ValueError, match="'nobody' is not in this fit"):
         report.plot_confusions(ds, ["ann_a", "nobody"])
     assert len(plt.get_fignums()) == n_open  # checked before drawing
+
+
+def test_typical_rate_moments_and_quantiles_against_integration():
+    """The IRT EM's rate approximation, expit(softplus(X)) with X Normal: its mean and
+    sd match numerical integration, its quantiles those of its own draws."""
+    from scipy import integrate
+    from scipy.special import expit
+
+    from crowd_models.report._approximations import TypicalRate
+
+    loc, scale = np.array([-2.0, 0.3, 1.5]), np.array([0.4, 1.0, 2.5])
+    dist = TypicalRate(loc, scale)
+    rate = lambda x: expit(np.logaddexp(0, x))  # noqa: E731
+    for j in range(3):
+        density = stats.norm(loc[j], scale[j]).pdf
+        moments = [integrate.quad(lambda x, p=p, pdf=density: rate(x) ** p * pdf(x),
+                                  -np.inf, np.inf, epsabs=1e-13)[0] for p in (1, 2)]
+        np.testing.assert_allclose(dist.mean()[j], moments[0], rtol=1e-6)
+        np.testing.assert_allclose(dist.std()[j], np.sqrt(moments[1] - moments[0] ** 2),
+                                   rtol=1e-5)
+    draws = dist.rvs(size=(200_000, 3), random_state=np.random.default_rng(0))
+    np.testing.assert_allclose(dist.ppf(0.05), np.quantile(draws, 0.05, axis=0), atol=2e-3)
+    np.testing.assert_allclose(dist.ppf(0.95), np.quantile(draws, 0.95, axis=0), atol=2e-3)
