@@ -127,7 +127,8 @@ def fit_map(
     Returns a DataTree with ``posterior`` (chain=1, draw=1), ``log_likelihood``
     (per item), ``observed_data``, ``constant_data`` and ``optimizer_result``
     (the final stage; ``attrs["stages"]`` describes each);
-    ``attrs["log_posterior"]`` is the maximised objective.
+    ``attrs["log_posterior"]`` is the maximised objective, ``attrs["converged"]``
+    1 where the optimiser reached a mode (0 after the warning that it did not).
 
     Examples
     --------
@@ -200,7 +201,8 @@ def _map_tree(model, search, mode, comparison, laplace_draws, random_seed) -> xr
     ``laplace_draws``) and the attrs."""
     # L-BFGS reports a failed line search when it starts at the optimum (e.g. an
     # EM fit), and "success" where the density is unbounded: the gradient tells.
-    if not search.converged(mode):
+    converged = search.converged(mode)
+    if not converged:
         warn(
             f"the MAP optimiser stopped without converging ({mode.result.message}, largest "
             f"gradient {mode.max_gradient:.2g} over {search.n_observed} observed items); try "
@@ -210,7 +212,7 @@ def _map_tree(model, search, mode, comparison, laplace_draws, random_seed) -> xr
     _trust.check_chance(posterior_of(fit), annotator_label_counts(model), what="the MAP")
     fit["optimizer_result"] = xr.DataTree(search.result_dataset(mode))
     fit.attrs.update(log_posterior=mode.log_posterior, max_gradient=mode.max_gradient,
-                     method="map", polished=int(bool(mode.polished)),
+                     method="map", polished=int(bool(mode.polished)), converged=int(converged),
                      stages=json.dumps(list(mode.stages)), **comparison)
     laplace = search.laplace(mode, laplace_draws, random_seed) if laplace_draws else None
     if laplace is not None:

@@ -28,8 +28,10 @@ def test_fit_map_from_a_dict_start(sim_plain, plain_model):
 
 def test_fit_map_warns_when_stopped_short(plain_model):
     with pytest.warns(UserWarning, match="stopped without converging") as caught:
-        cm.fit_map(plain_model, maxiter=2)
+        stalled = cm.fit_map(plain_model, maxiter=2)
     assert {w.filename for w in caught if "converging" in str(w.message)} == {__file__}
+    assert stalled.attrs["converged"] == 0
+    assert cm.fit_map(plain_model).attrs["converged"] == 1
 
 
 def test_bad_arguments(plain_model):

@@ -79,7 +79,8 @@ def _laplace_skipped(model, name: str) -> str | None:
     return None
 
 
-def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | None) -> str:
+def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | None,
+                    has_em: bool = True) -> str:
     """Where the report's intervals come from, in one line."""
     if method == "nuts":
         return "90% equal-tailed, over the NUTS draws"
@@ -102,9 +103,12 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
                 "designs (validation/README.md; the pooled Dawid-Skene, spammer, "
                 "item-difficulty and community ones are not calibrated yet); --method nuts "
                 "for the full posterior")
+    if skipped is None and not getattr(fit, "attrs", {}).get("converged", 1):
+        skipped = "the optimiser stopped short of a mode"
     why = skipped or "its Hessian at the mode is not positive definite"
-    return (f"none for this MAP fit (no Laplace approximation: {why}); --method em for EM's "
-            f"approximations, --method nuts for the posterior")
+    em = "--method em for EM's approximations, " if has_em else ""
+    return (f"none for this MAP fit (no Laplace approximation: {why}); {em}--method nuts for "
+            f"the posterior")
 
 
 _AUTO_MODELS = {r.choice.name: (r.cli, r.variant) for r in _registry.candidates()}
@@ -196,7 +200,8 @@ def run_fit(args, argv=None) -> int:
         info.update(bias=int(args.bias), scale=int(args.scale))
     if ranking is not None:
         info["ranking"], info["criterion"] = ranking
-    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped)
+    info["intervals"] = _intervals_text(args.method, fit, drawn, conditional, skipped,
+                                        plan.has_em)
     if args.method == "nuts":
         info.update(_diagnostic_attrs(diagnostics), draws=plan.nuts["draws"],
                     tune=plan.nuts["tune"], chains=plan.nuts["chains"])

@@ -188,9 +188,18 @@ def test_fit_item_difficulty_irt_takes_the_positive_class(tmp_path, capsys):
     assert "positive class: 'no'" in capsys.readouterr().out
     fit = item_difficulty.em(sim.with_positive("no"), variant="irt", difficulty_sd=2.0)
     table = pd.read_csv(out / "annotators.csv", index_col=0)
+    # the means are those of the EM's approximations (the bias's Normal is centred on
+    # the EM point; the rates' are not), and each EM point lies inside its interval
+    expected = cm.report.annotator_summary(fit).loc[sim.annotators]
     for name in ("sensitivity", "specificity", "bias"):
-        np.testing.assert_allclose(table.loc[sim.annotators, f"{name}_mean"],
-                                   fit[name].values[0, 0], rtol=1e-6)
+        for stat in ("mean", "lower", "upper"):
+            np.testing.assert_allclose(table.loc[sim.annotators, f"{name}_{stat}"],
+                                       expected[f"{name}_{stat}"], rtol=1e-6)
+        point = fit[name].values[0, 0]
+        assert (table.loc[sim.annotators, f"{name}_lower"] < point).all()
+        assert (table.loc[sim.annotators, f"{name}_upper"] > point).all()
+    np.testing.assert_allclose(table.loc[sim.annotators, "bias_mean"], fit["bias"].values[0, 0],
+                               rtol=1e-6)
     # "no" positive: the biases are the negatives of those with "yes" positive
     flipped = item_difficulty.em(sim, variant="irt", difficulty_sd=2.0)
     np.testing.assert_allclose(fit["bias"].values, -flipped["bias"].values, atol=1e-5)

@@ -363,3 +363,10 @@ def test_laplace_is_skipped_with_its_reason(monkeypatch):
     assert _laplace_skipped(small, "two-coin") is None
     text = _intervals_text("map", None, None, False, None)
     assert "its Hessian at the mode is not positive definite" in text
+    assert "--method em for EM's approximations" in text
+    import xarray as xr
+
+    stalled = xr.DataTree(dataset=xr.Dataset(attrs={"converged": 0}))
+    text = _intervals_text("map", stalled, stalled, False, None, has_em=False)
+    assert text == ("none for this MAP fit (no Laplace approximation: the optimiser stopped "
+                    "short of a mode); --method nuts for the posterior")
