@@ -3,6 +3,7 @@ families derives from, the protocol hooks one helper attaches, and the
 family and variant every kind of fit records."""
 
 import inspect
+import re
 import subprocess
 import sys
 import warnings
@@ -119,6 +120,63 @@ def test_each_variant_is_one_the_family_accepts(record):
     assert keyword.kind is keyword.KEYWORD_ONLY
     known = module.NOISES if record.keyword == "noise" else module.VARIANTS
     assert record.variant in known
+
+
+@pytest.mark.parametrize("record", _registry.REGISTRY,
+                         ids=lambda r: f"{r.family}/{r.variant}" if r.variant else r.family)
+def test_each_prior_record_is_a_keyword_of_its_family_and_its_default(record):
+    """A record's priors are keywords of the family's build_model (and of em,
+    for the ones its variant takes), their defaults are the family's
+    DEFAULT_PRIORS, and the command line reads each default it shows with the
+    option's own kind."""
+    from importlib import import_module
+
+    from crowd_models.cli import _options
+
+    module = import_module(record.module_name)
+    assert module.DEFAULT_PRIORS == _registry.default_priors(record.family)
+    assert record.priors, "every family has prior keywords"
+    keywords = inspect.signature(module.build_model).parameters
+    for prior in record.priors:
+        assert prior.name in keywords, prior.name
+        assert set(prior.variants) <= {r.variant for r in _registry.REGISTRY
+                                       if r.family == record.family}, prior.name
+        if not prior.setting:
+            assert module.DEFAULT_PRIORS[prior.name] == prior.default, prior.name
+        if prior.kind is None:
+            continue
+        assert prior.kind in _options._KINDS and prior.metavar and prior.text, prior.name
+        shown = _options._shown(prior)
+        if prior.default is None and not re.fullmatch(r"[\d.,]+", shown):
+            continue  # a rule or words: the family resolves None (confusion_prior, spread)
+        value = _options._parse_prior(shown, f"--{prior.name}", prior.kind)
+        assert prior.default is None or value == prior.default, prior.name
+    if record.has_em:
+        em_keywords = inspect.signature(module.em).parameters
+        assert {p.name for p in record.variant_priors} <= set(em_keywords)
+
+
+def test_the_command_line_has_one_prior_option_per_keyword_with_one_help_text():
+    """A keyword several families take keeps one --help text and metavar; the
+    generated options are those of the records, in the order --help lists."""
+    from crowd_models.cli import _options
+
+    texts = {}
+    for record in _registry.REGISTRY:
+        for prior in record.priors:
+            if prior.kind is not None:
+                assert texts.setdefault(prior.name, (prior.metavar, prior.text)) == (
+                    prior.metavar, prior.text), prior.name
+    offered = {p.name for r in _registry.REGISTRY if r.cli for p in r.variant_priors
+               if p.kind is not None}
+    names = [option.name for option in _options.PRIORS]
+    assert set(names) == offered and len(names) == len(offered)
+    assert names == [n for n in _options._PRIOR_ORDER if n in offered]
+    places = {key for option in _options.PRIORS for key in option.where}
+    assert set(_options._PLACE_ORDER) <= places | {k.partition("/")[0] for k in places}
+    spread_prior = next(o for o in _options.PRIORS if o.name == "spread_prior")
+    assert list(spread_prior.where) == ["dawid-skene/hierarchical",
+                                        "item-difficulty/hierarchical"]
 
 
 def test_the_em_hook_takes_every_keyword_of_em_from_build_model(rte):

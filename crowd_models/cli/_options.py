@@ -159,7 +159,8 @@ def _one_line_warnings():
 @dataclass(frozen=True)
 class _Prior:
     """A prior (or model setting) option: ``--name-with-dashes``, the keyword
-    ``name`` of the family's ``build_model``/``em``."""
+    ``name`` of the family's ``build_model``/``em``, gathered from the
+    registry's ``models._registry.Prior`` records."""
 
     name: str
     metavar: str
@@ -176,78 +177,59 @@ class _Prior:
         return self.where.get(f"{model}/{variant}") or self.where.get(model)
 
 
-_BETA = {"two-coin": ("beta", None, "3,2"), "ordinal/cumulative": ("beta", None, "3,2")}
+_PRIOR_ORDER = ("sensitivity_prior", "specificity_prior", "prevalence_prior", "confusion_prior",
+                "accuracy_prior", "population_prior", "spread_prior", "spread",
+                "trustworthiness_prior", "ability_prior", "easiness_sd", "difficulty_sd",
+                "spam_prior", "precision_prior", "truth_precision_prior", "bias_sd", "scale_sd",
+                "noise_prior", "coef_precision", "nu")
+"""The prior options' order in ``--help``; another option follows them."""
+_PLACE_ORDER = ("two-coin", "ordinal/cumulative", "dawid-skene", "continuous", "ordinal/latent",
+                "spammer", "item-difficulty")
+"""The order in which an option's help and messages name its models; others follow."""
 
-PRIORS = (
-    _Prior("sensitivity_prior", "A,B", "Beta prior of each annotator's sensitivity", _BETA),
-    _Prior("specificity_prior", "A,B", "Beta prior of each annotator's specificity", _BETA),
-    _Prior("prevalence_prior", "A,B|C",
-           "prior of the class shares (without --features): Beta A,B of the positive share "
-           "(of each threshold, ordinal cumulative) or a Dirichlet concentration C",
-           {"two-coin": ("beta", "no-features", "2,2"),
-            "ordinal/cumulative": ("beta", "no-features", "2,2"),
-            "dawid-skene": ("concentration", "no-features", "2"),
-            "ordinal/latent": ("concentration", None, "2"),
-            "spammer": ("concentration", None, "2"),
-            "item-difficulty": ("concentration", None, "2")}),
-    _Prior("confusion_prior", "DIAG,OFF",
-           "Dirichlet pseudo-counts of each confusion row, DIAG on the diagonal and OFF on "
-           "every other cell", {"dawid-skene/full": ("diag_off", None, "3,1+1/(K-1)")}),
-    _Prior("accuracy_prior", "A,B", "Beta prior of each annotator's accuracy",
-           {"dawid-skene/one_coin": ("beta", None, "3,2")}),
-    _Prior("population_prior", "ADV,SD",
-           "diagonal advantage and sd (log-odds) of the population confusion",
-           {"dawid-skene/hierarchical": ("location_sd", None, "2,1.5"),
-            "dawid-skene/pooled": ("location_sd", None, "2,1.5")}),
-    _Prior("spread_prior", "S",
-           "HalfNormal scale of the annotators' spread around the population confusion",
-           {"dawid-skene/hierarchical": ("positive", None, "1"),
-            "item-difficulty/hierarchical": ("positive", None, "1")}),
-    _Prior("spread", "S",
-           "the fixed log-odds spread of the annotators' confusion rows around the population "
-           "(default: chosen by empirical Bayes)",
-           {"dawid-skene/pooled": ("positive", None, "empirical Bayes")}),
-    _Prior("trustworthiness_prior", "A,B",
-           "Beta prior of each annotator's trustworthiness (the chance a label is not spam)",
-           {"spammer": ("beta", None, "1.5,1.5")}),
-    _Prior("ability_prior", "MEAN,SD", "Normal prior of each annotator's ability",
-           {"item-difficulty": ("location_sd", None, "1,1")}),
-    _Prior("easiness_sd", "SD", "Normal sd of each item's log easiness (irt: its log "
-           "discrimination)",
-           {"item-difficulty/fixed": ("positive", None, "1"),
-            "item-difficulty/irt": ("positive", None, "1")}),
-    _Prior("difficulty_sd", "SD", "Normal sd of each item's difficulty",
-           {"item-difficulty/irt": ("positive", None, "1")}),
-    _Prior("spam_prior", "C", "Dirichlet concentration of each annotator's spam shares",
-           {"spammer": ("concentration", None, "1.5")}),
-    _Prior("precision_prior", "SHAPE,RATE",
-           "Gamma prior of each annotator's precision, in units of the labels' sd (1,0: flat)",
-           {"continuous": ("gamma", None, "2,0.1")}),
-    _Prior("truth_precision_prior", "SHAPE,RATE",
-           "Gamma prior of the precision of the true values around their mean (1,0: flat)",
-           {"continuous": ("gamma", None, "2,0.1")}),
-    _Prior("bias_sd", "SD",
-           "prior sd of the annotators' biases (continuous, with --bias: in units of the "
-           "labels' sd; ordinal latent: in levels; item-difficulty irt: half the gap between "
-           "the sensitivity and specificity abilities)",
-           {"continuous": ("positive", "bias", "1"), "ordinal/latent": ("positive", None, "1"),
-            "item-difficulty/irt": ("positive", None, "1"),
-            "item-difficulty/irt_hierarchical": ("positive", None, "1")}),
-    _Prior("scale_sd", "SD", "prior sd of the annotators' scales around 1 (with --scale)",
-           {"continuous": ("positive", "scale", "0.5")}),
-    _Prior("noise_prior", "SHAPE,RATE", "Gamma prior of each annotator's noise (in levels)",
-           {"ordinal/latent": ("shape_rate", None, "2,1")}),
-    _Prior("coef_precision", "P",
-           "Gaussian prior precision of the classifier's coefficients, with --features (0: "
-           "flat; dawid-skene needs > 0)",
-           {"two-coin": ("nonnegative", "features", "1"),
-            "ordinal/cumulative": ("nonnegative", "features", "1"),
-            "dawid-skene": ("positive", "features", "1"),
-            "continuous": ("nonnegative", "features", "1")}),
-    _Prior("nu", "NU", "degrees of freedom of the annotators' Student-t noise",
-           {"continuous/student_t": ("positive", None, "4")}),
-)
-"""The prior options of ``fit``; ``--penalty`` (feature-accuracy) has its own."""
+
+def _rank(order: tuple, *keys: str) -> int:
+    """The place of the first of ``keys`` in ``order`` (after it: none is there)."""
+    return next((order.index(key) for key in keys if key in order), len(order))
+
+
+def _shown(prior: _registry.Prior) -> str:
+    """A prior's default as ``--help`` writes it: its numbers, comma-separated."""
+    if prior.shown is not None:
+        return prior.shown
+    values = prior.default if isinstance(prior.default, tuple) else (prior.default,)
+    return ",".join(f"{v:g}" for v in values)
+
+
+def _generated_priors() -> tuple[_Prior, ...]:
+    """One option per prior keyword that the registry's records offer on the
+    command line: ``--model`` alone where all its variants take it alike,
+    ``model/variant`` for each variant that takes it otherwise."""
+    found: dict[str, _registry.Prior] = {}  # the first record of each keyword: metavar, text
+    specs: dict[str, dict] = {}  # keyword -> --model -> variant -> (kind, needs, shown)
+    for (model, variant), record in _RECORDS.items():
+        for prior in record.variant_priors:
+            if prior.kind is not None:
+                found.setdefault(prior.name, prior)
+                spec = (prior.kind, prior.needs, _shown(prior))
+                specs.setdefault(prior.name, {}).setdefault(model, {})[variant] = spec
+    options = []
+    for name, prior in found.items():
+        where = {}
+        for model, by_variant in specs[name].items():
+            alike = len(set(by_variant.values())) == 1
+            if alike and len(by_variant) == max(len(VARIANTS[model]), 1):
+                where[model] = next(iter(by_variant.values()))
+            else:
+                where.update({f"{model}/{v}": spec for v, spec in by_variant.items()})
+        places = sorted(where, key=lambda key: _rank(_PLACE_ORDER, key, key.partition("/")[0]))
+        options.append(_Prior(name, prior.metavar, prior.text, {k: where[k] for k in places}))
+    return tuple(sorted(options, key=lambda option: _rank(_PRIOR_ORDER, option.name)))
+
+
+PRIORS = _generated_priors()
+"""The prior options of ``fit``, from the registry's records (``models._registry``);
+``--penalty`` (feature-accuracy) has its own."""
 
 _KINDS = {
     # kind: (how many numbers (None: one or more), an example, test, what it needs)

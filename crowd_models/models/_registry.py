@@ -5,16 +5,19 @@ variant), read by everything that lists or describes the families.
 ``BINARY``, ``ON_REQUEST``, ``ORDERED``, ``NO_EM``, ``SHARING``), the command
 line's ``VARIANTS``, ``WITHOUT_EM`` and positive-class tables, the report's
 titles, ``selection.compare``'s likelihood kinds and the calibration study's
-cases derive from :data:`REGISTRY`. Adding a family is one record per variant
-here plus the family's module. This module imports neither the families nor
-PyMC (the command line's parser and ``models/__init__`` read it); a record
-names its module, and the caller on a higher floor imports it.
+cases derive from :data:`REGISTRY`. So do each family's ``DEFAULT_PRIORS``
+(:func:`default_priors`) and the command line's prior options: a record holds
+its family's :class:`Prior` s, each with its default and its ``--help``. Adding
+a family is one record per variant here plus the family's module. This module
+imports neither the families nor PyMC (the command line's parser and
+``models/__init__`` read it); a record names its module, and the caller on a
+higher floor imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 LABEL_KINDS = ("binary", "categorical", "ordered", "continuous")
 """What a family's labels are: two classes (the second the positive one),
@@ -58,6 +61,40 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class Prior:
+    """One prior keyword of a family's ``build_model`` and ``em``.
+
+    ``name`` is the keyword and ``default`` its default, the value the
+    family's ``DEFAULT_PRIORS`` holds (this is its one copy; a setting's is
+    the one ``build_model`` gives). ``kind`` is how the command line reads
+    ``--name`` (``"beta"``, ``"diag_off"``, ``"gamma"``, ``"shape_rate"``,
+    ``"location_sd"``, ``"concentration"``, ``"positive"`` or
+    ``"nonnegative"``; None: not offered there), ``metavar`` and ``text``
+    its ``--help`` (one text per keyword, whichever families take it),
+    ``needs`` what else the command line must have (None, ``"features"``,
+    ``"no-features"``, ``"bias"``, ``"scale"``) and ``shown`` the default as
+    ``--help`` writes it where that is not the default's numbers (a None the
+    family resolves). ``variants`` are the family's variants that take it
+    (empty: all); ``setting`` marks a model setting that the command line
+    offers beside the priors but ``DEFAULT_PRIORS`` leaves out.
+    """
+
+    name: str
+    default: object
+    kind: str | None = None
+    metavar: str = ""
+    text: str = ""
+    needs: str | None = None
+    shown: str | None = None
+    variants: tuple[str, ...] = ()
+    setting: bool = False
+
+    def applies(self, variant: str) -> bool:
+        """Whether the family's ``variant`` takes this keyword."""
+        return not self.variants or variant in self.variants
+
+
+@dataclass(frozen=True)
 class Variant:
     """One (family, variant).
 
@@ -72,7 +109,9 @@ class Variant:
     ``likelihood`` what the per-item ``item_labels`` density is a density of
     where it is not the labels' own (``"composite"``, ``"features"``);
     ``title`` the report's name for it; ``choice`` its :class:`Choice` as a
-    model-choice candidate; ``sbc`` its calibration :class:`Case` s.
+    model-choice candidate; ``sbc`` its calibration :class:`Case` s;
+    ``priors`` its family's :class:`Prior` s (the records of one family share
+    them; :attr:`variant_priors` are its own).
     """
 
     family: str
@@ -87,6 +126,12 @@ class Variant:
     likelihood: str = ""
     choice: Choice | None = None
     sbc: tuple[Case, ...] = ()
+    priors: tuple[Prior, ...] = ()
+
+    @property
+    def variant_priors(self) -> tuple[Prior, ...]:
+        """The prior keywords this variant takes."""
+        return tuple(p for p in self.priors if p.applies(self.variant))
 
     @property
     def module_name(self) -> str:
@@ -182,6 +227,106 @@ def _feature_accuracy_table(family, values, design, features, rng):
                            labels_per_item=design["labels_per_item"], rng=rng)
 
 
+# -------------------------------------------------------------- the priors
+# Each family's prior keywords, in the order of its DEFAULT_PRIORS; a keyword
+# that several families take keeps one --help text (and metavar).
+_SENSITIVITY = Prior("sensitivity_prior", (3.0, 2.0), "beta", "A,B",
+                     "Beta prior of each annotator's sensitivity")
+_SPECIFICITY = Prior("specificity_prior", (3.0, 2.0), "beta", "A,B",
+                     "Beta prior of each annotator's specificity")
+_PREVALENCE = Prior("prevalence_prior", 2.0, "concentration", "A,B|C",
+                    "prior of the class shares (without --features): Beta A,B of the positive "
+                    "share (of each threshold, ordinal cumulative) or a Dirichlet concentration C")
+_BETA_PREVALENCE = replace(_PREVALENCE, default=(2.0, 2.0), kind="beta", needs="no-features")
+_SPREAD_PRIOR = Prior("spread_prior", 1.0, "positive", "S", "HalfNormal scale of the annotators' "
+                      "spread around the population confusion", variants=("hierarchical",))
+_BIAS_SD = Prior("bias_sd", 1.0, "positive", "SD",
+                 "prior sd of the annotators' biases (continuous, with --bias: in units of the "
+                 "labels' sd; ordinal latent: in levels; item-difficulty irt: half the gap "
+                 "between the sensitivity and specificity abilities)")
+_COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P",
+                        "Gaussian prior precision of the classifier's coefficients, with "
+                        "--features (0: flat; dawid-skene needs > 0)", needs="features")
+_INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
+
+_TWO_COIN_PRIORS = (_SENSITIVITY, _SPECIFICITY, _BETA_PREVALENCE, _COEF_PRECISION,
+                    _INTERCEPT_PRECISION)
+_DAWID_SKENE_PRIORS = (
+    Prior("confusion_prior", None, "diag_off", "DIAG,OFF",
+          "Dirichlet pseudo-counts of each confusion row, DIAG on the diagonal and OFF on "
+          "every other cell", shown="3,1+1/(K-1)", variants=("full",)),
+    Prior("accuracy_prior", (3.0, 2.0), "beta", "A,B", "Beta prior of each annotator's accuracy",
+          variants=("one_coin",)),
+    replace(_PREVALENCE, needs="no-features"),
+    Prior("population_prior", (2.0, 1.5), "location_sd", "ADV,SD",
+          "diagonal advantage and sd (log-odds) of the population confusion",
+          variants=("hierarchical", "pooled")),
+    _SPREAD_PRIOR,
+    Prior("spread", None, "positive", "S",
+          "the fixed log-odds spread of the annotators' confusion rows around the population "
+          "(default: chosen by empirical Bayes)", shown="empirical Bayes", variants=("pooled",),
+          setting=True),
+    replace(_COEF_PRECISION, kind="positive"),
+    _INTERCEPT_PRECISION,
+)
+_CUMULATIVE, _LATENT = ("cumulative",), ("latent",)
+_ORDINAL_PRIORS = (
+    replace(_SENSITIVITY, variants=_CUMULATIVE),
+    replace(_SPECIFICITY, variants=_CUMULATIVE),
+    # None: Beta(2, 2) on each threshold's share (cumulative), Dirichlet(2) (latent)
+    replace(_BETA_PREVALENCE, default=None, shown="2,2", variants=_CUMULATIVE),
+    replace(_PREVALENCE, default=None, shown="2", variants=_LATENT),
+    replace(_COEF_PRECISION, variants=_CUMULATIVE),
+    replace(_INTERCEPT_PRECISION, variants=_CUMULATIVE),
+    replace(_BIAS_SD, variants=_LATENT),
+    Prior("noise_prior", (2.0, 1.0), "shape_rate", "SHAPE,RATE",
+          "Gamma prior of each annotator's noise (in levels)", variants=_LATENT),
+    Prior("spacing_prior", 5.0, variants=_LATENT),
+    Prior("width_sd", 0.5, variants=_LATENT),
+    Prior("guess_prior", (1.0, 4.0), variants=_LATENT),
+)
+_CONTINUOUS_PRIORS = (
+    Prior("precision_prior", (2.0, 0.1), "gamma", "SHAPE,RATE",
+          "Gamma prior of each annotator's precision, in units of the labels' sd (1,0: flat)"),
+    Prior("truth_precision_prior", (2.0, 0.1), "gamma", "SHAPE,RATE",
+          "Gamma prior of the precision of the true values around their mean (1,0: flat)"),
+    replace(_BIAS_SD, needs="bias"),
+    Prior("scale_sd", 0.5, "positive", "SD",
+          "prior sd of the annotators' scales around 1 (with --scale)", needs="scale"),
+    _COEF_PRECISION,
+    _INTERCEPT_PRECISION,
+    Prior("nu", 4.0, "positive", "NU", "degrees of freedom of the annotators' Student-t noise",
+          variants=("student_t",), setting=True),
+)
+# --penalty is the command line's own option (several rates, chosen between)
+_FEATURE_ACCURACY_PRIORS = (Prior("penalty", 1.0), _INTERCEPT_PRECISION,
+                            Prior("accuracy_intercept_precision", 0.01))
+_SPAMMER_PRIORS = (
+    Prior("trustworthiness_prior", (1.5, 1.5), "beta", "A,B",
+          "Beta prior of each annotator's trustworthiness (the chance a label is not spam)"),
+    Prior("spam_prior", 1.5, "concentration", "C",
+          "Dirichlet concentration of each annotator's spam shares"),
+    _PREVALENCE,
+)
+_IRT = ("irt", "irt_hierarchical")
+_ITEM_DIFFICULTY_PRIORS = (
+    Prior("ability_prior", (1.0, 1.0), "location_sd", "MEAN,SD",
+          "Normal prior of each annotator's ability"),
+    Prior("easiness_sd", 1.0, "positive", "SD",
+          "Normal sd of each item's log easiness (irt: its log discrimination)",
+          variants=("fixed", "irt")),
+    _SPREAD_PRIOR,
+    _PREVALENCE,
+    replace(_BIAS_SD, variants=_IRT),
+    Prior("difficulty_sd", 1.0, "positive", "SD", "Normal sd of each item's difficulty",
+          variants=("irt",)),
+)
+_STACKED_GAUSSIAN_PRIORS = (Prior("label_share_prior", 2.0), Prior("class_mean_sd", 10.0),
+                            Prior("covariance_prior", "default"))
+_COMMUNITY_PRIORS = (Prior("community_prior", (2.0, 1.5)), Prior("community_share_prior", 2.0),
+                     _PREVALENCE)
+
+
 # ------------------------------------------------------------- the records
 _UNIT = {"label_scale": 1.0}  # the continuous priors in fixed units, not the labels' sd
 _TWO_COIN_TEMPLATE = {"prevalence": 0.5}  # two-coin's prevalence is P(positive)
@@ -189,62 +334,66 @@ _NO_BIAS = {"bias": None}  # the continuous model without biases
 
 REGISTRY: tuple[Variant, ...] = (
     Variant("two_coin", "two-coin", "binary", cli="two-coin", cli_default=True,
-            choice=Choice("two_coin", 0, lambda K: 2),
+            choice=Choice("two_coin", 0, lambda K: 2), priors=_TWO_COIN_PRIORS,
             sbc=(Case(None, _two_coin_table, template=_TWO_COIN_TEMPLATE),
                  Case("features", _two_coin_table, template=_TWO_COIN_TEMPLATE, features=2))),
     Variant("dawid_skene", "Dawid-Skene", "categorical", "full", "variant", cli="dawid-skene",
-            choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)),
+            choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)), priors=_DAWID_SKENE_PRIORS,
             sbc=(Case("full", _dawid_skene_table, {"variant": "full"}),)),
     Variant("dawid_skene", "Dawid-Skene (one-coin)", "categorical", "one_coin", "variant",
             cli="dawid-skene", choice=Choice("one_coin", 1, lambda K: 1),
+            priors=_DAWID_SKENE_PRIORS,
             sbc=(Case("one_coin", _dawid_skene_table, {"variant": "one_coin"}),)),
     Variant("dawid_skene", "Dawid-Skene (hierarchical)", "categorical", "hierarchical",
-            "variant", cli="dawid-skene", has_em=False,
+            "variant", cli="dawid-skene", has_em=False, priors=_DAWID_SKENE_PRIORS,
             sbc=(Case("hierarchical", _dawid_skene_table, {"variant": "hierarchical"}),)),
     Variant("dawid_skene", "Dawid-Skene (pooled)", "categorical", "pooled", "variant",
-            cli="dawid-skene", cli_default=True,
+            cli="dawid-skene", cli_default=True, priors=_DAWID_SKENE_PRIORS,
             choice=Choice("pooled", 5, lambda K: K * (K - 1), sharing=True),
             sbc=(Case("pooled", _dawid_skene_table, {"variant": "pooled", "spread": 1.0}),)),
     Variant("ordinal", "ordinal (cumulative)", "ordered", "cumulative", "variant",
-            cli="ordinal", cli_default=True, likelihood="composite"),
+            cli="ordinal", cli_default=True, likelihood="composite", priors=_ORDINAL_PRIORS),
     Variant("ordinal", "ordinal (latent)", "ordered", "latent", "variant", cli="ordinal",
             has_em=False, choice=Choice("ordinal", 7, lambda K: 2, sharing=True),  # bias, noise
+            priors=_ORDINAL_PRIORS,
             sbc=(Case("latent", _latent_ordinal_table, {"variant": "latent"}),)),
     Variant("continuous", "continuous", "continuous", "gaussian", "noise", cli="continuous",
-            cli_default=True,
+            cli_default=True, priors=_CONTINUOUS_PRIORS,
             sbc=(Case("gaussian", _continuous_table, _UNIT, template=_NO_BIAS),
                  Case("bias", _continuous_table, {**_UNIT, "bias": True}))),
     Variant("continuous", "continuous (student-t)", "continuous", "student_t", "noise",
-            cli="continuous", has_em=False,
+            cli="continuous", has_em=False, priors=_CONTINUOUS_PRIORS,
             sbc=(Case("student_t", _student_t_table, {**_UNIT, "noise": "student_t"},
                       template=_NO_BIAS),)),
     # the lasso's MAP puts coefficients at exactly zero, where the Laplace
     # approximation has no curvature: its intervals are not the posterior's
     Variant("feature_accuracy", "feature-accuracy", "binary", cli="feature-accuracy",
-            cli_default=True,
+            cli_default=True, priors=_FEATURE_ACCURACY_PRIORS,
             sbc=(Case(None, _feature_accuracy_table, laplace=False, features=2),)),
     Variant("spammer", "spammer (MACE)", "categorical", cli="spammer", cli_default=True,
             choice=Choice("spammer", 2, lambda K: K, sharing=True),  # trust, K - 1 spam shares
-            sbc=(Case(None, _spammer_table),)),
+            priors=_SPAMMER_PRIORS, sbc=(Case(None, _spammer_table),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (fixed)", "categorical", "fixed", "variant",
-            cli="item-difficulty", cli_default=True,
+            cli="item-difficulty", cli_default=True, priors=_ITEM_DIFFICULTY_PRIORS,
             choice=Choice("item_difficulty", 3, lambda K: 1, sharing=True),
             sbc=(Case("fixed", _glad_table, {"variant": "fixed"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (hierarchical)", "categorical",
             "hierarchical", "variant", cli="item-difficulty", has_em=False,
+            priors=_ITEM_DIFFICULTY_PRIORS,
             sbc=(Case("hierarchical", _glad_table, {"variant": "hierarchical"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (irt)", "binary", "irt", "variant",
-            cli="item-difficulty",
+            cli="item-difficulty", priors=_ITEM_DIFFICULTY_PRIORS,
             choice=Choice("irt", 6, lambda K: 2, sharing=True, on_request=True),  # ability, bias
             sbc=(Case("irt", _irt_table, {"variant": "irt"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (irt-hierarchical)", "binary",
-            "irt_hierarchical", "variant", cli="item-difficulty", has_em=False),
+            "irt_hierarchical", "variant", cli="item-difficulty", has_em=False,
+            priors=_ITEM_DIFFICULTY_PRIORS),
     Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
-            likelihood="features"),
+            likelihood="features", priors=_STACKED_GAUSSIAN_PRIORS),
     # not on the command line nor a model-choice candidate yet; no SBC case: its
     # communities are exchangeable, and ranks of community-indexed parameters need
     # the truth relabelled to the fit's communities first (a hook like fold_truth)
-    Variant("community", "community (CBCC)", "categorical"),
+    Variant("community", "community (CBCC)", "categorical", priors=_COMMUNITY_PRIORS),
 )
 """Every (family, variant), grouped by family, each family's variants in the
 order of its ``VARIANTS``."""
@@ -296,3 +445,16 @@ def sbc_cases() -> dict[tuple[str, str | None], tuple[Variant, Case]]:
     """(family, case name) -> (record, case) of every calibration case."""
     return {(r.family, case.name): (r, case) for r in REGISTRY for case in r.sbc}
 
+
+def default_priors(family: str) -> dict:
+    """A family's ``DEFAULT_PRIORS``: each prior keyword of its records (settings
+    left out) and its default, in the records' order."""
+    records = [r for r in REGISTRY if r.family == family]
+    if not records:
+        raise ValueError(f"{family!r} is not a family of the registry.")
+    out = {}
+    for record in records:
+        for prior in record.priors:
+            if not prior.setting:
+                out.setdefault(prior.name, prior.default)
+    return out

@@ -35,16 +35,12 @@ from scipy.special import log_softmax, softmax
 from crowd_models import _dims as D
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em, dawid_skene
+from crowd_models.models import _em, _registry, dawid_skene
 
 __all__ = ["build_model", "em", "simulate", "member_logpdf", "DEFAULT_PRIORS",
            "N_COMMUNITIES", "SPREAD"]
 
-DEFAULT_PRIORS = dict(
-    community_prior=(2.0, 1.5),
-    community_share_prior=2.0,
-    prevalence_prior=2.0,
-)
+DEFAULT_PRIORS = _registry.default_priors("community")
 """Weakly informative defaults. ``community_prior`` = (diagonal advantage, sd) of
 each community's confusion logits: zero-sum Normal log-odds with the true class
 ``diagonal advantage`` above the others on average (the pooled Dawid-Skene's

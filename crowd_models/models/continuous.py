@@ -116,7 +116,7 @@ from crowd_models import _trust
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = [
     "build_model",
@@ -130,14 +130,7 @@ __all__ = [
 
 NOISES = ("gaussian", "student_t")
 
-DEFAULT_PRIORS = dict(
-    precision_prior=(2.0, 0.1),
-    truth_precision_prior=(2.0, 0.1),
-    bias_sd=1.0,
-    scale_sd=0.5,
-    coef_precision=1.0,
-    intercept_precision=0.01,
-)
+DEFAULT_PRIORS = _registry.default_priors("continuous")
 """Weakly informative defaults, in units of ``label_scale`` (see the module
 docstring)."""
 

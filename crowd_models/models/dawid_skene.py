@@ -56,22 +56,14 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "empirical_spread", "simulate", "VARIANTS", "DEFAULT_PRIORS",
            "SPREAD_BOUNDS", "SPREAD_REFERENCE"]
 
 VARIANTS = ("full", "one_coin", "hierarchical", "pooled")
 
-DEFAULT_PRIORS = dict(
-    confusion_prior=None,
-    accuracy_prior=(3.0, 2.0),
-    prevalence_prior=2.0,
-    population_prior=(2.0, 1.5),
-    spread_prior=1.0,
-    coef_precision=1.0,
-    intercept_precision=0.01,
-)
+DEFAULT_PRIORS = _registry.default_priors("dawid_skene")
 """Weakly informative defaults. ``confusion_prior=None`` gives each confusion
 row Dirichlet pseudo-counts of 2 on the diagonal and 1 shared by the other
 classes (concentration 3 on the diagonal, 1 + 1/(K-1) elsewhere), which is the

@@ -68,7 +68,7 @@ from crowd_models._lasso import l1_logistic, single_thread
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = [
     "build_model", "em", "simulate", "predict", "align_signs", "lasso_majority_vote",
@@ -78,11 +78,7 @@ __all__ = [
 
 FAMILY = "the feature-dependent accuracy model"
 
-DEFAULT_PRIORS = dict(
-    penalty=1.0,
-    intercept_precision=0.01,
-    accuracy_intercept_precision=0.01,
-)
+DEFAULT_PRIORS = _registry.default_priors("feature_accuracy")
 """Laplace rate 1 (scale 1) on ``coef`` and ``accuracy_coef``; N(0, 10^2) on
 ``intercept`` and on each ``accuracy_intercept``. All priors are symmetric
 about zero, so the sign-flipped mode has the same density (see the module

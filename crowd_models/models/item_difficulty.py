@@ -70,7 +70,7 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "simulate", "simulate_irt", "VARIANTS", "IRT_VARIANTS",
            "DEFAULT_PRIORS"]
@@ -78,14 +78,7 @@ __all__ = ["build_model", "em", "simulate", "simulate_irt", "VARIANTS", "IRT_VAR
 VARIANTS = ("fixed", "hierarchical", "irt", "irt_hierarchical")
 IRT_VARIANTS = ("irt", "irt_hierarchical")
 
-DEFAULT_PRIORS = dict(
-    ability_prior=(1.0, 1.0),
-    easiness_sd=1.0,
-    spread_prior=1.0,
-    prevalence_prior=2.0,
-    bias_sd=1.0,
-    difficulty_sd=1.0,
-)
+DEFAULT_PRIORS = _registry.default_priors("item_difficulty")
 """Defaults, the same for every data set. ``ability_prior`` = (mean, sd) of each
 annotator's Normal ability: a mean of 1 (a correct label with probability
 0.73 on an item of average easiness) breaks the symmetry with the mirrored

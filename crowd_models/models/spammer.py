@@ -29,15 +29,11 @@ from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "simulate", "DEFAULT_PRIORS"]
 
-DEFAULT_PRIORS = dict(
-    trustworthiness_prior=(1.5, 1.5),
-    spam_prior=1.5,
-    prevalence_prior=2.0,
-)
+DEFAULT_PRIORS = _registry.default_priors("spammer")
 """Defaults, the same for every data set. ``trustworthiness_prior`` is the
 Beta(a, b) of each annotator's trust and ``spam_prior`` the Dirichlet
 concentration of each spam share (a number, (K,) or (annotator, K)): both

@@ -65,7 +65,7 @@ from crowd_models import _dims as D
 from crowd_models._text import warn
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import edda
+from crowd_models.models import _registry, edda
 
 __all__ = [
     "STRATEGIES",
@@ -91,7 +91,7 @@ PYMC_STRUCTURES = ("EII", "VII", "EEI", "VEI", "EVI", "VVI", "EEE", "VVV")
 """Covariance structures :func:`build_model` covers."""
 
 
-DEFAULT_PRIORS = dict(label_share_prior=2.0, class_mean_sd=10.0, covariance_prior="default")
+DEFAULT_PRIORS = _registry.default_priors("stacked_gaussian")
 """Weak conjugate-style defaults of :func:`build_model`.
 
 * ``label_share_prior``: symmetric Dirichlet concentration of each annotator's

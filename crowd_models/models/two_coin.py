@@ -28,18 +28,12 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em
+from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "simulate", "decoupled", "predict", "parse_priors",
            "majority_vote_start", "DEFAULT_PRIORS"]
 
-DEFAULT_PRIORS = dict(
-    sensitivity_prior=(3.0, 2.0),
-    specificity_prior=(3.0, 2.0),
-    prevalence_prior=(2.0, 2.0),
-    coef_precision=1.0,
-    intercept_precision=0.01,
-)
+DEFAULT_PRIORS = _registry.default_priors("two_coin")
 """Weakly informative defaults. Beta(3, 2) on sensitivity and specificity
 (mode 2/3) favours annotators better than chance, which also breaks the
 mirror symmetry (sens, spec, truth) -> (1 - sens, 1 - spec, 1 - truth); with

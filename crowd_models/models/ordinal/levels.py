@@ -17,22 +17,12 @@ from crowd_models import _dims as D
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _registry
 
 VARIANTS = ("cumulative", "latent")
 LINKS = ("logit", "probit")
 
-DEFAULT_PRIORS = dict(
-    sensitivity_prior=(3.0, 2.0),
-    specificity_prior=(3.0, 2.0),
-    prevalence_prior=None,
-    coef_precision=1.0,
-    intercept_precision=0.01,
-    bias_sd=1.0,
-    noise_prior=(2.0, 1.0),
-    spacing_prior=5.0,
-    width_sd=0.5,
-    guess_prior=(1.0, 4.0),
-)
+DEFAULT_PRIORS = _registry.default_priors("ordinal")
 """Weakly informative defaults.
 
 Cumulative: the two-coin defaults for every threshold, Beta(3, 2) on
