@@ -50,7 +50,9 @@ empirical Bayes, ``--spread`` to fix it), ``full``, ``one_coin``,
 ``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
 item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
 ``latent`` and ``student_t`` have no EM: they are fitted by
-MAP (``--method map``) or NUTS from the model's majority-vote start. The prior
+MAP (``--method map``) or NUTS from the model's majority-vote start, except
+item-difficulty ``hierarchical`` and ``irt_hierarchical``, whose abilities'
+spread shrinks to 0 (no posterior mode): ``--method nuts`` only. The prior
 options of each family (``--sensitivity-prior A,B`` and so on) are listed by
 ``crowd-models fit --help`` with their defaults; an option that does not apply
 to the chosen ``--model``/``--variant`` (or method) is an error, not ignored.

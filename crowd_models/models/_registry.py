@@ -104,7 +104,9 @@ class Variant:
     keyword of ``build_model``/``em`` that selects it (``"variant"``, or
     ``"noise"`` for continuous); ``cli`` the ``--model`` name (``""``: not on
     the command line) and ``cli_default`` whether it is that name's default
-    ``--variant``; ``has_em``; ``labels`` one of :data:`LABEL_KINDS` (binary
+    ``--variant``; ``has_em``; ``has_mode`` False where the posterior density
+    has no interior mode (a hierarchical spread that collapses to 0: MAP
+    stalls, and the command line refuses ``--method map``); ``labels`` one of :data:`LABEL_KINDS` (binary
     variants have a positive class and report sensitivity and specificity);
     ``likelihood`` what the per-item ``item_labels`` density is a density of
     where it is not the labels' own (``"composite"``, ``"features"``);
@@ -123,6 +125,7 @@ class Variant:
     cli: str = ""
     cli_default: bool = False
     has_em: bool = True
+    has_mode: bool = True
     likelihood: str = ""
     choice: Choice | None = None
     sbc: tuple[Case, ...] = ()
@@ -378,7 +381,7 @@ REGISTRY: tuple[Variant, ...] = (
             choice=Choice("item_difficulty", 3, lambda K: 1, sharing=True),
             sbc=(Case("fixed", _glad_table, {"variant": "fixed"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (hierarchical)", "categorical",
-            "hierarchical", "variant", cli="item-difficulty", has_em=False,
+            "hierarchical", "variant", cli="item-difficulty", has_em=False, has_mode=False,
             priors=_ITEM_DIFFICULTY_PRIORS,
             sbc=(Case("hierarchical", _glad_table, {"variant": "hierarchical"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (irt)", "binary", "irt", "variant",
@@ -387,7 +390,7 @@ REGISTRY: tuple[Variant, ...] = (
             sbc=(Case("irt", _irt_table, {"variant": "irt"}),)),
     Variant("item_difficulty", "item-difficulty (GLAD) (irt-hierarchical)", "binary",
             "irt_hierarchical", "variant", cli="item-difficulty", has_em=False,
-            priors=_ITEM_DIFFICULTY_PRIORS),
+            has_mode=False, priors=_ITEM_DIFFICULTY_PRIORS),
     Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
             likelihood="features", priors=_STACKED_GAUSSIAN_PRIORS),
     # not on the command line nor a model-choice candidate yet; no SBC case: its

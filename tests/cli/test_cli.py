@@ -208,7 +208,11 @@ def test_fit_item_difficulty_irt_takes_the_positive_class(tmp_path, capsys):
     for args, message in [
             (["--variant", "fixed", "--positive", "no"], "has no positive class"),
             (["--variant", "fixed", "--difficulty-sd", "2"], "--difficulty-sd applies to"),
-            (["--variant", "irt_hierarchical", "--method", "em"], "has no EM")]:
+            (["--variant", "irt_hierarchical", "--method", "em"], "has no EM"),
+            (["--variant", "hierarchical"], "--variant hierarchical of --model item-difficulty "
+                                            "has no posterior mode (the spread of its abilities "
+                                            "shrinks to 0, where MAP stalls); use --method nuts."),
+            (["--variant", "irt_hierarchical", "--method", "map"], "has no posterior mode")]:
         assert main(["fit", str(tmp_path / "labels.csv"), "--model", "item-difficulty",
                      *args]) == 2
         assert message in capsys.readouterr().err, args
