@@ -106,8 +106,9 @@ class Variant:
     the command line) and ``cli_default`` whether it is that name's default
     ``--variant``; ``has_em``; ``has_mode`` False where the posterior density
     has no interior mode (a hierarchical spread that collapses to 0: MAP
-    stalls, and the command line refuses ``--method map``); ``labels`` one of :data:`LABEL_KINDS` (binary
-    variants have a positive class and report sensitivity and specificity);
+    stalls, and the command line refuses ``--method map``); ``labels`` one of
+    :data:`LABEL_KINDS` (binary variants have a positive class and report
+    sensitivity and specificity);
     ``likelihood`` what the per-item ``item_labels`` density is a density of
     where it is not the labels' own (``"composite"``, ``"features"``);
     ``title`` the report's name for it; ``choice`` its :class:`Choice` as a
