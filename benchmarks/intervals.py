@@ -5,7 +5,7 @@ annotators and 3 classes; for each report, the rows of ``annotators.csv``
 without an interval, and those whose estimate (the ``_mean`` columns) lies
 outside its interval.
 
-    .venv/bin/python benchmarks/intervals.py             # ~15 min warm
+    .venv/bin/python benchmarks/intervals.py             # ~10 min warm
     .venv/bin/python benchmarks/intervals.py --method em # the EM reports, ~1 min
 
 A family is fitted where its labels fit (two-coin and the IRT variants: two
@@ -13,8 +13,7 @@ classes; ordinal: integer levels), by EM where it has one and by MAP where its
 posterior has a mode (the command line refuses ``--method map`` for the
 hierarchical item-difficulty variants, whose abilities' spread shrinks to 0).
 Feature-accuracy is left out: none of these sets has features, and its lasso
-mode has no Laplace approximation. The community model has no command-line name
-yet; its EM is counted through ``report.annotator_summary``.
+mode has no Laplace approximation.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import contextlib
 import io
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ import pandas as pd
 
 import crowd_models as cm
 from crowd_models.cli import main as main_cli
-from crowd_models.models import community, dawid_skene
+from crowd_models.models import dawid_skene
 from crowd_models.models._registry import REGISTRY
 
 
@@ -62,6 +60,7 @@ FITS = {  # (--model, --variant): which sets it applies to (None: all)
     ("item-difficulty", "irt_hierarchical"): lambda a: a.n_classes == 2,
     ("ordinal", "cumulative"): _ordered,
     ("ordinal", "latent"): _ordered,
+    ("community", ""): None,
 }
 
 
@@ -96,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--method", choices=["em", "map"], nargs="+", default=["em", "map"])
     parser.add_argument("--only", nargs="+", help="set names (rte dog web_search simulated)")
+    parser.add_argument("--model", nargs="+", help="--model names to fit (default: all)")
     args = parser.parse_args()
     sets = {"rte": cm.datasets.load_rte, "dog": cm.datasets.load_dog,
             "web_search": cm.datasets.load_web_search, "simulated": simulated_crowd}
@@ -109,7 +109,8 @@ def main() -> None:
             csv = Path(tmp) / f"{set_name}.csv"
             ann.to_frame()[["item", "annotator", "label"]].to_csv(csv, index=False)
             fits = [(m, v, method) for (m, v), applies in FITS.items()
-                    if applies is None or applies(ann)
+                    if (applies is None or applies(ann))
+                    and (not args.model or m in args.model)
                     for method in args.method
                     if (records[(m, v)].has_em if method == "em" else records[(m, v)].has_mode)]
             for model, variant, method in fits:
@@ -121,16 +122,6 @@ def main() -> None:
                              "mean outside": outside,
                              "seconds": round(time.perf_counter() - start, 1)})
                 print(rows[-1], flush=True)
-            if "em" in args.method:  # the community model: no command-line name yet
-                start = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    table = cm.report.annotator_summary(community.em(ann))
-                n, missing, outside = interval_counts(table)
-                rows.append({"set": set_name, "fit": "community (Python)", "method": "em",
-                             "annotators": n, "without interval": missing,
-                             "mean outside": outside,
-                             "seconds": round(time.perf_counter() - start, 1)})
     result = pd.DataFrame(rows)
     with pd.option_context("display.width", 140, "display.max_rows", 200):
         print(result.to_string(index=False))

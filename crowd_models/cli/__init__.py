@@ -6,7 +6,8 @@ Usage::
                  [--sep SEP] [--strip] [--classes C1,C2,...] [--features F.csv]
                  [--gold G.csv [--gold-item COL] [--gold-label COL] | --gold-column COL]
                  [--model two-coin|dawid-skene|ordinal|continuous|feature-accuracy|spammer|
-                          item-difficulty|auto [--criterion sharing|heldout|loo] [--ordered]]
+                          item-difficulty|community|auto [--criterion sharing|heldout|loo]
+                          [--ordered]]
                  [--variant NAME] [--positive CLASS] [--continuous [--bias] [--scale]]
                  [--penalty L[,L2,...]]
                  [prior options, see --help] [--method em|map|nuts]
@@ -28,10 +29,13 @@ reads each annotator as either answering from the truth, with probability
 ``trustworthiness``, or spamming from their own class shares; its table
 reports the trustworthiness with intervals. ``--model item-difficulty`` (GLAD,
 no features) gives each annotator an ``ability`` and each item an ``easiness``
-(in ``items.csv``). ``--model auto`` scores two-coin (two classes),
-Dawid-Skene full, one-coin and pooled, spammer and item-difficulty on held-out
-labels (``crowd_models.compare_models``, no gold read), prints the ranking and
-fits the best score among pooled, spammer and item-difficulty (criterion
+(in ``items.csv``). ``--model community`` (Venanzi et al.'s community model,
+no features) draws each annotator's confusion around one of
+``--n-communities`` (default 3) community confusions; its table adds each
+annotator's most probable ``community`` and that probability. ``--model auto``
+scores two-coin (two classes), Dawid-Skene full, one-coin and pooled, spammer
+and item-difficulty on held-out labels (``crowd_models.compare_models``, no
+gold read), prints the ranking and fits the best score among pooled, spammer and item-difficulty (criterion
 ``sharing`` of ``crowd_models.auto.choose``: label prediction alone can favour
 a model whose truth is worse); ``fit.nc`` records the ranking.
 ``--criterion heldout`` takes the earlier rule (the fewest parameters per
@@ -43,10 +47,11 @@ in increasing order) adds the latent ordinal model to the candidates; it has no
 EM, so a choice of it needs ``--method map`` or ``nuts``. Fits with features
 also write ``coefficients.csv``.
 
-Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
-confusion rows pooled toward the population's, with a spread chosen by
-empirical Bayes, ``--spread`` to fix it), ``full``, ``one_coin``,
-``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
+Variants (``--variant``): dawid-skene ``full`` (default, the model
+``dawid_skene.em`` fits by default), ``one_coin``, ``hierarchical``,
+``pooled`` (each annotator's confusion rows pooled toward the population's,
+with a spread chosen by empirical Bayes, ``--spread`` to fix it); ordinal
+``cumulative`` (default), ``latent``; continuous
 ``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
 item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
 ``latent`` and ``student_t`` have no EM: they are fitted by
@@ -261,8 +266,8 @@ def _parser() -> argparse.ArgumentParser:
                           "increasing order, e.g. ratings 1..5); adds the latent ordinal "
                           "model to the candidates (fitted by MAP: it has no EM)")
     fam.add_argument("--variant",
-                     help="variant of the family: dawid-skene pooled (default), full, "
-                          "one_coin, hierarchical; ordinal cumulative (default), latent; "
+                     help="variant of the family: dawid-skene full (default), one_coin, "
+                          "hierarchical, pooled; ordinal cumulative (default), latent; "
                           "continuous gaussian (default), student_t (the noise); "
                           "item-difficulty fixed (default), hierarchical (GLAD), irt, "
                           "irt_hierarchical (binary labels). hierarchical, irt_hierarchical, "

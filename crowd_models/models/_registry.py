@@ -68,8 +68,8 @@ class Prior:
     family's ``DEFAULT_PRIORS`` holds (this is its one copy; a setting's is
     the one ``build_model`` gives). ``kind`` is how the command line reads
     ``--name`` (``"beta"``, ``"diag_off"``, ``"gamma"``, ``"shape_rate"``,
-    ``"location_sd"``, ``"concentration"``, ``"positive"`` or
-    ``"nonnegative"``; None: not offered there), ``metavar`` and ``text``
+    ``"location_sd"``, ``"concentration"``, ``"positive"``, ``"nonnegative"``
+    or ``"count"``, a whole number; None: not offered there), ``metavar`` and ``text``
     its ``--help`` (one text per keyword, whichever families take it),
     ``needs`` what else the command line must have (None, ``"features"``,
     ``"no-features"``, ``"bias"``, ``"scale"``) and ``shown`` the default as
@@ -327,8 +327,14 @@ _ITEM_DIFFICULTY_PRIORS = (
 )
 _STACKED_GAUSSIAN_PRIORS = (Prior("label_share_prior", 2.0), Prior("class_mean_sd", 10.0),
                             Prior("covariance_prior", "default"))
-_COMMUNITY_PRIORS = (Prior("community_prior", (2.0, 1.5)), Prior("community_share_prior", 2.0),
-                     _PREVALENCE)
+_COMMUNITY_PRIORS = (
+    Prior("community_prior", (2.0, 1.5), "location_sd", "ADV,SD",
+          "diagonal advantage and sd (log-odds) of each community's confusion"),
+    Prior("community_share_prior", 2.0, "concentration", "C",
+          "Dirichlet concentration of the communities' shares of the annotators"),
+    _PREVALENCE,
+    Prior("n_communities", 3, "count", "N", "the number of communities", setting=True),
+)
 
 
 # ------------------------------------------------------------- the records
@@ -341,8 +347,10 @@ REGISTRY: tuple[Variant, ...] = (
             choice=Choice("two_coin", 0, lambda K: 2), priors=_TWO_COIN_PRIORS,
             sbc=(Case(None, _two_coin_table, template=_TWO_COIN_TEMPLATE),
                  Case("features", _two_coin_table, template=_TWO_COIN_TEMPLATE, features=2))),
+    # --model dawid-skene means the full model, as dawid_skene.em and build_model do
     Variant("dawid_skene", "Dawid-Skene", "categorical", "full", "variant", cli="dawid-skene",
-            choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)), priors=_DAWID_SKENE_PRIORS,
+            cli_default=True, choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)),
+            priors=_DAWID_SKENE_PRIORS,
             sbc=(Case("full", _dawid_skene_table, {"variant": "full"}),)),
     Variant("dawid_skene", "Dawid-Skene (one-coin)", "categorical", "one_coin", "variant",
             cli="dawid-skene", choice=Choice("one_coin", 1, lambda K: 1),
@@ -352,7 +360,7 @@ REGISTRY: tuple[Variant, ...] = (
             "variant", cli="dawid-skene", has_em=False, priors=_DAWID_SKENE_PRIORS,
             sbc=(Case("hierarchical", _dawid_skene_table, {"variant": "hierarchical"}),)),
     Variant("dawid_skene", "Dawid-Skene (pooled)", "categorical", "pooled", "variant",
-            cli="dawid-skene", cli_default=True, priors=_DAWID_SKENE_PRIORS,
+            cli="dawid-skene", priors=_DAWID_SKENE_PRIORS,
             choice=Choice("pooled", 5, lambda K: K * (K - 1), sharing=True),
             sbc=(Case("pooled", _dawid_skene_table, {"variant": "pooled", "spread": 1.0}),)),
     Variant("ordinal", "ordinal (cumulative)", "ordered", "cumulative", "variant",
@@ -394,10 +402,11 @@ REGISTRY: tuple[Variant, ...] = (
             has_mode=False, priors=_ITEM_DIFFICULTY_PRIORS),
     Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
             likelihood="features", priors=_STACKED_GAUSSIAN_PRIORS),
-    # not on the command line nor a model-choice candidate yet; no SBC case: its
-    # communities are exchangeable, and ranks of community-indexed parameters need
-    # the truth relabelled to the fit's communities first (a hook like fold_truth)
-    Variant("community", "community (CBCC)", "categorical", priors=_COMMUNITY_PRIORS),
+    # not a model-choice candidate yet; no SBC case: its communities are
+    # exchangeable, and ranks of community-indexed parameters need the truth
+    # relabelled to the fit's communities first (a hook like fold_truth)
+    Variant("community", "community (CBCC)", "categorical", cli="community", cli_default=True,
+            priors=_COMMUNITY_PRIORS),
 )
 """Every (family, variant), grouped by family, each family's variants in the
 order of its ``VARIANTS``."""

@@ -107,7 +107,10 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     pandas.DataFrame
         Indexed by the user's annotator ids (index name ``annotator``). For each
         measure ``m`` present, the columns ``m_mean``, ``m_sd``, ``m_lower``,
-        ``m_upper``; then ``n_labels`` (NaN when the fit does not record it).
+        ``m_upper``; then, for a fit with a ``community_prob`` (annotator,
+        community), ``community`` (each annotator's most probable community,
+        its probabilities averaged over the draws) and ``community_prob`` (that
+        probability); then ``n_labels`` (NaN when the fit does not record it).
 
         Measures, in this order: ``sensitivity``, ``specificity`` and ``weight``
         = logit(sensitivity) + logit(specificity), the annotator's weight in the
@@ -254,6 +257,13 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     columns = {f"{name}_{stat}": summaries[name][stat]
                for name in summaries for stat in _STATS}
     table = pd.DataFrame(columns, index=annotators)
+    if "community_prob" in post and D.COMMUNITY in post["community_prob"].dims:
+        # each annotator's most probable community, averaged over the draws
+        prob = post["community_prob"].mean([d for d in SAMPLE_DIMS if d in
+                                            post["community_prob"].dims])
+        prob = prob.transpose(D.ANNOTATOR, D.COMMUNITY).values
+        table["community"] = post[D.COMMUNITY].values[prob.argmax(axis=1)]
+        table["community_prob"] = prob.max(axis=1)
     table["n_labels"] = labels_per_annotator(fit, post, annotators)
 
     if rank_by is not None:

@@ -109,16 +109,19 @@ def test_fit_dawid_skene_em(tmp_path, capsys):
     sim = dawid_skene.simulate(conf, n_items=200, classes=["cat", "dog", "fox"],
                                rng=np.random.default_rng(8))
     sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
-    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene", "--variant",
-                 "full", "--method", "em", "--out", str(tmp_path / "out")])
+    # the default variant is the full model, as dawid_skene.em's is
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
+                 "--method", "em", "--out", str(tmp_path / "out")])
     assert code == 0
     table = pd.read_csv(tmp_path / "out" / "annotators.csv", index_col=0)
+    np.testing.assert_allclose(table["accuracy_cat_mean"], cm.report.annotator_summary(
+        dawid_skene.em(sim))["accuracy_cat_mean"])
     assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
     assert "accuracy_fox_upper" in capsys.readouterr().out
     assert (tmp_path / "out" / "annotators.png").stat().st_size > 0
-    # the default variant is the pooled one, with the empirical-Bayes spread
-    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
-                 "--method", "em", "--out", str(tmp_path / "pooled")])
+    # the pooled variant, with the empirical-Bayes spread
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "pooled", "--method", "em", "--out", str(tmp_path / "pooled")])
     assert code == 0
     fit = dawid_skene.em(sim, variant="pooled")
     table = pd.read_csv(tmp_path / "pooled" / "annotators.csv", index_col=0)
@@ -150,6 +153,40 @@ def test_fit_spammer_em_reports_trust(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "labels.csv"), "--model", "spammer", "--features",
                  str(tmp_path / "x.csv"), "--out", str(tmp_path / "other")]) == 2
     assert "--model spammer has no classifier" in capsys.readouterr().err
+
+
+def test_fit_community_em_names_each_annotators_community(tmp_path, capsys):
+    """--model community: the community model's EM with the command line's priors and
+    number of communities; the table's communities are the simulated ones."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from crowd_models.models import community
+
+    rows = np.stack([np.eye(3) * 0.7 + 0.1, np.full((3, 3), 1 / 3)])  # accurate, spammers
+    sim = community.simulate(rows, np.arange(12) % 2, n_items=150, spread=0.3,
+                             labels_per_item=5, rng=4)
+    sim.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "out"
+    assert main(["fit", str(tmp_path / "labels.csv"), "--model", "community", "--method", "em",
+                 "--n-communities", "2", "--community-share-prior", "3",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    fit = community.em(sim, n_communities=2, community_share_prior=3.0)
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    expected = cm.report.annotator_summary(fit)
+    np.testing.assert_allclose(table["accuracy_mean"], expected["accuracy_mean"])
+    assert (table["community"].to_numpy() == expected["community"].to_numpy()).all()
+    truth = sim.truth["annotator_community"].sel(annotator=fit["annotator"]).values
+    assert adjusted_rand_score(truth, table["community"]) == 1.0  # accurate against spammers
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    assert cm.open_fit(out / "fit.nc").attrs["n_communities"] == 2
+    assert (items[[f"prob_{c}" for c in sim.classes]].to_numpy().argmax(axis=1)
+            == fit["item_class_prob"].values[0, 0].argmax(axis=1)).all()
+    for args, message in [(["--n-communities", "1.5"], "it must be a whole number >= 1"),
+                          (["--population-prior", "2,1"], "--population-prior applies to")]:
+        assert main(["fit", str(tmp_path / "labels.csv"), "--model", "community", *args,
+                     "--out", str(tmp_path / "bad")]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_fit_item_difficulty_em_writes_the_easiness(tmp_path, capsys):
@@ -675,7 +712,7 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
     assert "default: two-coin" in text and "(default: 1000)" in text
     # the variants are the families' own
     assert set(cli.VARIANTS["dawid-skene"]) == set(dawid_skene.VARIANTS)
-    assert cli.VARIANTS["dawid-skene"][0] == "pooled"  # the command line's default
+    assert cli.VARIANTS["dawid-skene"][0] == "full"  # the command line's default
     assert cli.VARIANTS["ordinal"] == ordinal.VARIANTS
     assert cli.VARIANTS["item-difficulty"] == item_difficulty.VARIANTS
     assert cli.VARIANTS["continuous"] == continuous.NOISES

@@ -124,6 +124,11 @@ def test_recovers_the_three_communities_and_beats_full_dawid_skene(three_communi
     active = ann.n_labels() >= 20
     assert active.sum() >= 50
     assert adjusted_rand_score(truth[active], found[active]) >= 0.8  # measured 0.85
+    # the report's annotator table names the same communities, with their probability
+    table = cm.report.annotator_summary(fit)
+    assert adjusted_rand_score(truth[active], table["community"].to_numpy()[active]) >= 0.8
+    assert ((table["community_prob"] > 1 / 3) & (table["community_prob"] <= 1)).all()
+    assert list(table.columns[-3:]) == ["community", "community_prob", "n_labels"]
     # the communities found are the simulated ones: match them by their members
     for m in range(3):
         mine = np.bincount(found[truth == m], minlength=3).argmax()
