@@ -71,7 +71,12 @@ SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "ad
 SEEDS = (0, 1, 2)
 SPARSE = "sparse"
 RULES = ("MV", "DS", "one-coin", "pooled", "spammer", "GLAD", "community",
-         "pooled+spammer", "auto")
+         "pooled+spammer", "auto", "one-coin uniform", "GLAD uniform")
+UNIFORM = 1e5
+"""The "uniform" rules' symmetric Dirichlet prevalence concentration: the class
+shares held at uniform (a symmetric-error model otherwise explains annotator
+bias by the prevalence, DEVELOPING.md, "Symmetric-error models and the
+prevalence")."""
 AUTO_RULE = {"dawid_skene": "DS", "one_coin": "one-coin", "pooled": "pooled",
              "spammer": "spammer", "item_difficulty": "GLAD"}
 """``auto``'s candidate names -> the rule whose fit it already is (two-coin has none)."""
@@ -95,9 +100,10 @@ def _timed(fit):
     return prob, seconds
 
 
-def evaluate(ann: cm.Annotations, accuracy) -> tuple[dict, dict, str]:
-    """Every rule's accuracy and seconds on one unit, and ``auto``'s candidate.
-    ``accuracy(prob, ann)``: the accuracy over the items with gold."""
+def evaluate(ann: cm.Annotations, accuracy, rules=RULES) -> tuple[dict, dict, str]:
+    """Every rule's accuracy and seconds on one unit, and ``auto``'s candidate
+    (None when ``rules`` leave it out). ``accuracy(prob, ann)``: the accuracy over
+    the items with gold."""
     fits = {
         "MV": lambda: cm.majority_vote(ann).to_numpy(),
         "DS": lambda: dawid_skene.em(ann),
@@ -106,12 +112,19 @@ def evaluate(ann: cm.Annotations, accuracy) -> tuple[dict, dict, str]:
         "spammer": lambda: spammer.em(ann),
         "GLAD": lambda: item_difficulty.em(ann),
         "community": lambda: community.em(ann, n_communities=3),
+        "one-coin uniform": lambda: dawid_skene.em(ann, variant="one_coin",
+                                                   prevalence_prior=UNIFORM),
+        "GLAD uniform": lambda: item_difficulty.em(ann, prevalence_prior=UNIFORM),
     }
-    prob, seconds = {}, {}
+    needed = set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
+    prob, seconds, chosen = {}, {}, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # below-chance notes on crowds
         for rule, fit in fits.items():
-            prob[rule], seconds[rule] = _timed(fit)
+            if rule in needed:
+                prob[rule], seconds[rule] = _timed(fit)
+        if "auto" not in rules:
+            return _scored(prob, seconds, rules, ann, accuracy, chosen)
         t0 = time.perf_counter()
         chosen = auto.choose(auto.compare_models(ann))
         seconds["auto"] = time.perf_counter() - t0
@@ -121,10 +134,15 @@ def evaluate(ann: cm.Annotations, accuracy) -> tuple[dict, dict, str]:
         else:
             prob["auto"], extra = _timed(lambda: auto.point_fit(chosen, ann))
             seconds["auto"] += extra
-    prob["pooled+spammer"] = (prob["pooled"] + prob["spammer"]) / 2
-    seconds["pooled+spammer"] = seconds["pooled"] + seconds["spammer"]
-    return ({rule: accuracy(prob[rule], ann) for rule in RULES},
-            {rule: seconds[rule] for rule in RULES}, chosen)
+    return _scored(prob, seconds, rules, ann, accuracy, chosen)
+
+
+def _scored(prob, seconds, rules, ann, accuracy, chosen):
+    if "pooled+spammer" in rules:
+        prob["pooled+spammer"] = (prob["pooled"] + prob["spammer"]) / 2
+        seconds["pooled+spammer"] = seconds["pooled"] + seconds["spammer"]
+    return ({rule: accuracy(prob[rule], ann) for rule in rules},
+            {rule: seconds[rule] for rule in rules}, chosen)
 
 
 def _pick(train: pd.DataFrame, groups: pd.Series, criterion: str, reference: str,
@@ -204,24 +222,30 @@ def main(argv=None) -> None:
                         help="units to run: sets, scenarios (all their seeds), 'sparse'")
     parser.add_argument("--no-simulations", dest="simulations", action="store_false",
                         help="the bundled sets only")
+    parser.add_argument("--rules", nargs="+", default=list(RULES), choices=RULES,
+                        help="the rules to run and choose between (default: all); DS and MV "
+                             "are always run (the criteria's references)")
     args = parser.parse_args(argv)
+    rules = tuple(r for r in RULES if r in {*args.rules, REFERENCE, BASELINE})
     start = time.perf_counter()
     # one small crowd first, not shown: first calls' costs out of the timings
     evaluate(dawid_skene.simulate_sparse_crowd(99, n_items=60, n_light=40, heavy=(30,)),
-             tools._accuracy)
+             tools._accuracy, rules)
     acc, sec, sets, chose = {}, {}, {}, {}
     for name, group, make in units(args.only, args.simulations, model_choice, tools.load):
         t0 = time.perf_counter()
-        acc[name], sec[name], chose[name] = evaluate(make(), tools._accuracy)
+        acc[name], sec[name], chose[name] = evaluate(make(), tools._accuracy, rules)
         sets[name] = group
-        print(f"{name}: auto chose {chose[name]} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    accuracy = pd.DataFrame(acc).T[list(RULES)]
-    seconds = pd.DataFrame(sec).T[list(RULES)]
+        print(f"{name}: auto chose {chose[name]} ({time.perf_counter() - t0:.0f} s)"
+              if chose[name] else f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
+    accuracy = pd.DataFrame(acc).T[list(rules)]
+    seconds = pd.DataFrame(sec).T[list(rules)]
     groups = pd.Series(sets)
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print("\nAccuracy against gold (auto: the candidate 'sharing' chose in brackets)")
         shown = accuracy.round(4).astype(str)
-        shown["auto"] = shown["auto"] + " (" + pd.Series(chose) + ")"
+        if "auto" in rules:
+            shown["auto"] = shown["auto"] + " (" + pd.Series(chose) + ")"
         print(shown.to_string())
         print("\nSeconds per unit as a ratio to full DS EM's (DS: its seconds)")
         ratio = seconds.div(seconds["DS"], axis=0).round(2)
