@@ -6,6 +6,7 @@ how that rule does on the held-out set.
     .venv/bin/python benchmarks/defaults_out_of_sample.py                    # everything
     .venv/bin/python benchmarks/defaults_out_of_sample.py --no-simulations   # the sets only
     .venv/bin/python benchmarks/defaults_out_of_sample.py --only rte wsd label_bias
+    .venv/bin/python benchmarks/defaults_out_of_sample.py --rules GLAD "GLAD uniform"
 
 The units: the eleven bundled categorical sets with gold (``SETS``: loaded as
 ``accuracy.py`` loads them, features dropped and every repeated (item,
@@ -20,7 +21,10 @@ full, one-coin and pooled Dawid-Skene, the spammer model (MACE), the
 item-difficulty model (GLAD, "fixed"), the community model (3 communities),
 the equal-weight average of the pooled and spammer item probabilities, and
 ``auto``: ``compare_models`` with its defaults and ``choose`` (criterion
-"sharing"), then the chosen candidate's EM. The latent ordinal candidate is
+"sharing"), then the chosen candidate's EM; and one-coin Dawid-Skene and GLAD
+with the class shares held at uniform ("one-coin uniform", "GLAD uniform": a
+prevalence concentration of :data:`UNIFORM`). ``--rules`` runs some of them (full
+DS and majority vote always: the criteria's references). The latent ordinal candidate is
 left out of ``auto`` on the ordered sets (web search, adult content): it has no
 EM, and ``model_choice.py`` measured its held-out score below the pooled
 model's on both.
