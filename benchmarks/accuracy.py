@@ -5,7 +5,9 @@ beside crowd-kit's aggregators, on the same labels.
     .venv/bin/python benchmarks/accuracy.py --only rte dog
 
 The sets: RTE, bluebirds, dog, web search, music genre (labels only, the
-training songs), and Zheng et al.'s sentiment, adult content and relevance.
+training songs), Zheng et al.'s sentiment, adult content and relevance, and the
+three crowds added for issue 42 (Mozafari's binary crowd, the Duchenne smiles,
+Snow et al.'s word senses; ``../shared/data/extra_crowds``, bundled).
 crowd-kit counts one label per (item, annotator) pair, so for the comparison
 every repeated pair keeps only its first label, on both sides (this changes
 adult content and relevance only). Each fit uses the package defaults, the
@@ -51,7 +53,7 @@ from crowd_models.models import dawid_skene, item_difficulty, spammer, two_coin
 
 HERE = Path(__file__).resolve().parent
 SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "adult_content",
-        "relevance")
+        "relevance", "mozafari", "duchenne", "wsd")
 CROWDKIT_METHODS = ("MajorityVote", "DawidSkene", "OneCoinDawidSkene", "GLAD", "MACE")
 CROWDKIT_CONVERGED = "DS converged"
 CROWDKIT_RUNS = {**{name: (name, {}) for name in CROWDKIT_METHODS},
@@ -83,7 +85,7 @@ def _crowdkit_tools():
 
 def load(name: str) -> cm.Annotations:
     """The set as Annotations, features dropped, repeated pairs reduced to their first label."""
-    ann = getattr(cm.datasets, f"load_{name}")()
+    ann = getattr(cm.datasets, f"load_{name}")()  # keeps repeats (the loaders' default)
     if ann.features is not None:
         ann = ann.with_features(None)
     frame = ann.to_frame()
