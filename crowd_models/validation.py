@@ -36,7 +36,7 @@ Families (``family``, ``variant``): two_coin, without and with features
 (``"features"``); dawid_skene full, one_coin, pooled (at the fixed spread 1,
 the reference of the empirical-Bayes spread: a spread chosen from the data is
 not a prior) and hierarchical (NUTS only); spammer; item_difficulty fixed,
-hierarchical (NUTS only) and irt (binary labels); ordinal latent; continuous
+hierarchical (NUTS only) and irt (binary labels); community; ordinal latent; continuous
 gaussian, bias and student_t (NUTS only: it has no EM); feature_accuracy (the
 Laplace prior; NUTS only). A case with features holds them fixed over the
 replications (``design["n_features"]`` standard-normal columns from a seed of
@@ -49,7 +49,12 @@ property of the data, not a prior); the intercept's prior keeps its centre at
 the mean label, immaterial at its sd of 10. The feature-dependent accuracy
 model's posterior has two mirrored modes of equal mass; the fit is folded to
 the mode that agrees with majority vote (``align_signs``) and the truth by
-the same rule, which keeps the check exact (``_sbc_cases.fold_truth``).
+the same rule, which keeps the check exact (``_sbc_cases.fold_truth``). The
+community model (MAP with Laplace: it has an EM) draws each table from each
+annotator's drawn confusion; its communities are exchangeable, so the fit and
+the truth name them in unrelated orders, and only what that order does not
+name is ranked: each annotator's ``confusion_logit`` and ``confusion``, and the
+``prevalence`` (the registry case's ``unranked`` dims).
 
 Two families have no SBC here. The cumulative ordinal model is not a
 generative model of the labels (its likelihood is a composite of K - 1 binary
@@ -134,7 +139,8 @@ def _prior(family: str, variant, design_items: tuple):
     import pymc as pm
 
     design = dict(design_items)
-    options = find_case(family, variant)[1]["options"]
+    case = find_case(family, variant)[1]
+    options = case["options"]
     module = import_module(f"crowd_models.models.{family}")
     model = module.build_model(template_table(family, variant, design), **options)
     dims = {v.name: model.named_vars_to_dims.get(v.name, ())
@@ -145,6 +151,8 @@ def _prior(family: str, variant, design_items: tuple):
     names = [v.name for v in model.free_RVs] + [
         v.name for v in model.deterministics if D.ITEM not in dims[v.name]
     ] + ([TRUE_VALUE] if TRUE_VALUE in dims else [])
+    # variables along exchangeable groups (communities) are not ranked
+    names = [n for n in names if not set(dims.get(n, ())) & set(case["case"].unranked)]
 
     drawn = [name for name in dims if name != "item_class_prob"]  # what simulate may need
 

@@ -226,3 +226,22 @@ def test_the_ecdf_band_holds_a_whole_uniform_ecdf_at_its_stated_rate():
     assert lower[50] < pointwise[0] and upper[50] > pointwise[1]
     pw_lower, pw_upper = stats.binom.ppf(0.05, n, z) / n, stats.binom.isf(0.05, n, z) / n
     assert np.all((ecdf >= pw_lower) & (ecdf <= pw_upper), axis=1).mean() < 0.5
+
+
+def test_the_community_case_ranks_what_the_communities_order_does_not_name():
+    """The community model's communities are exchangeable: its case ranks each
+    annotator's confusion and the prevalence, not the community-indexed
+    variables, and its table is drawn from each annotator's drawn confusion."""
+    table = validation.parameters("community")
+    assert set(table["variable"]) == {"confusion_logit", "confusion", "prevalence"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = validation.replicate("community", None, validation.DESIGN_DEFAULTS, "map", {},
+                                   99, None, 3)
+    assert len(out["rank"]) == len(table) and ((out["rank"] >= 0) & (out["rank"] <= 99)).all()
+    confusion = out["truth"][table["variable"].to_numpy() == "confusion"].reshape(6, 2, 2)
+    np.testing.assert_allclose(confusion.sum(axis=2), 1.0)
+    # the confusion is the softmax of the logits drawn with it
+    logits = out["truth"][table["variable"].to_numpy() == "confusion_logit"].reshape(6, 2, 2)
+    np.testing.assert_allclose(confusion, np.exp(logits) / np.exp(logits).sum(-1, keepdims=True))
+    np.testing.assert_allclose(out["item_prob"]["em"], out["item_prob"]["map"], atol=1e-3)

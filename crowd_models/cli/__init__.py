@@ -35,10 +35,10 @@ no features) draws each annotator's confusion around one of
 annotator's most probable ``community`` and that probability. ``--model auto``
 scores two-coin (two classes), Dawid-Skene full, one-coin and pooled, spammer
 and item-difficulty on held-out labels (``crowd_models.compare_models``, no
-gold read), prints the ranking and fits the best score among pooled, spammer and item-difficulty (criterion
-``sharing`` of ``crowd_models.auto.choose``: label prediction alone can favour
-a model whose truth is worse); ``fit.nc`` records the ranking.
-``--criterion heldout`` takes the earlier rule (the fewest parameters per
+gold read), prints the ranking and fits the best score among pooled, spammer
+and item-difficulty (criterion ``sharing`` of ``crowd_models.auto.choose``:
+label prediction alone can favour a model whose truth is worse); ``fit.nc``
+records the ranking. ``--criterion heldout`` takes the earlier rule (the fewest parameters per
 annotator within two standard errors of the best score), and ``--criterion
 loo`` scores the candidates by PSIS-LOO over items from one NUTS fit each
 (``--draws``, ``--tune``, ``--chains``, ``--seed`` set them) and chooses

@@ -34,7 +34,10 @@ class Case:
     table from parameter values drawn from the prior, ``template`` replaces
     entries of the study's template values for this case, ``laplace`` says
     whether MAP plus Laplace summarises the posterior (None: when the family
-    has an EM), ``features`` is the design's default number of features.
+    has an EM), ``features`` is the design's default number of features,
+    ``unranked`` the dims whose labels are exchangeable in the posterior (the
+    community model's communities): the variables along them are not ranked,
+    since their truth and the fit name the groups in unrelated orders.
     """
 
     name: str | None
@@ -43,6 +46,7 @@ class Case:
     template: dict = field(default_factory=dict)
     laplace: bool | None = None
     features: int = 0
+    unranked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,15 @@ def _spammer_table(family, values, design, features, rng):
 def _glad_table(family, values, design, features, rng):
     """Item-difficulty (GLAD) labels from abilities and easiness."""
     return family.simulate(values["ability"], values["easiness"], n_classes=design["n_classes"],
+                           prevalence=values["prevalence"],
+                           labels_per_item=design["labels_per_item"], rng=rng)
+
+
+def _community_table(family, values, design, features, rng):
+    """Community-model labels from each annotator's drawn confusion (each annotator
+    its own group of ``simulate``, rows kept as drawn: no spread added)."""
+    j = design["n_annotators"]
+    return family.simulate(values["confusion"], list(range(j)), n_items=design["n_items"],
                            prevalence=values["prevalence"],
                            labels_per_item=design["labels_per_item"], rng=rng)
 
@@ -402,11 +415,11 @@ REGISTRY: tuple[Variant, ...] = (
             has_mode=False, priors=_ITEM_DIFFICULTY_PRIORS),
     Variant("stacked_gaussian", "stacked Gaussian", "categorical", has_em=False,
             likelihood="features", priors=_STACKED_GAUSSIAN_PRIORS),
-    # not a model-choice candidate yet; no SBC case: its communities are
-    # exchangeable, and ranks of community-indexed parameters need the truth
-    # relabelled to the fit's communities first (a hook like fold_truth)
+    # not a model-choice candidate yet; its SBC case ranks what the communities'
+    # order does not name (each annotator's confusion, the prevalence)
     Variant("community", "community (CBCC)", "categorical", cli="community", cli_default=True,
-            priors=_COMMUNITY_PRIORS),
+            priors=_COMMUNITY_PRIORS,
+            sbc=(Case(None, _community_table, unranked=("community",)),)),
 )
 """Every (family, variant), grouped by family, each family's variants in the
 order of its ``VARIANTS``."""
