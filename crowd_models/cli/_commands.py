@@ -89,8 +89,9 @@ def _intervals_text(method: str, fit, drawn, conditional: bool, skipped: str | N
         return (f"90% equal-tailed, over {n} draws of the Laplace approximation at the "
                 f"posterior mode (Gaussian on the unconstrained scale), which under-covers: "
                 f"86-88% of true values in simulation-based calibration on small designs, "
-                f"78-81% for pooled Dawid-Skene, item difficulty and two-coin with features "
-                f"(validation/README.md); --method nuts for the full posterior")
+                f"78-81% for pooled Dawid-Skene, item difficulty and two-coin with features, "
+                f"78% for the community model (validation/README.md, CHANGELOG.md); --method "
+                f"nuts for the full posterior")
     if conditional:
         return ("precision, noise sd and bias: 90% conditional posteriors given the EM fit's "
                 "other parameters, which under-cover (precisions: 80% of true values in "
