@@ -52,6 +52,7 @@ STUDY = {  # name -> (family, variant, design changes)
     "continuous-bias": ("continuous", "bias", {}),
     "continuous-student_t": ("continuous", "student_t", {}),
     "feature_accuracy": ("feature_accuracy", None, {}),
+    "community": ("community", None, {}),
 }
 """The cases of the study: every family and main variant that has a simulator."""
 
