@@ -13,14 +13,15 @@ from importlib import import_module
 
 __all__ = ["Annotations", "majority_vote", "fit_map", "sample", "auto_fit", "compare_models",
            "ppc", "sbc", "datasets", "models", "report", "selection", "auto", "checks",
-           "validation", "calibration", "save_fit", "open_fit"]
+           "validation", "calibration", "save_fit", "open_fit", "predict"]
 __version__ = "0.1.0"
 
 _WHERE = {"Annotations": "crowd_models.data", "majority_vote": "crowd_models.baselines",
           "fit_map": "crowd_models.inference", "sample": "crowd_models.inference",
           "auto_fit": "crowd_models.auto", "compare_models": "crowd_models.auto",
           "ppc": "crowd_models.checks", "sbc": "crowd_models.validation",
-          "save_fit": "crowd_models.saved", "open_fit": "crowd_models.saved"}
+          "save_fit": "crowd_models.saved", "open_fit": "crowd_models.saved",
+          "predict": "crowd_models.prediction"}
 _SUBMODULES = {"datasets", "models", "report", "selection", "auto", "checks", "validation",
                "calibration"}
 

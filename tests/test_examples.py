@@ -36,6 +36,7 @@ FAST = [
     "models.spammer.em",
     "models.stacked_gaussian.stack",
     "models.two_coin.em",
+    "prediction.predict",
     "report.experts.experts_equivalent",
     "report.forest.forest_draws",
     "report.heatmaps.plot_confusions",

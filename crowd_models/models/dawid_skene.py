@@ -58,8 +58,8 @@ from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 from crowd_models.models import _em, _registry
 
-__all__ = ["build_model", "em", "empirical_spread", "simulate", "VARIANTS", "DEFAULT_PRIORS",
-           "SPREAD_BOUNDS", "SPREAD_REFERENCE"]
+__all__ = ["build_model", "em", "empirical_spread", "simulate", "predict_draws", "VARIANTS",
+           "DEFAULT_PRIORS", "SPREAD_BOUNDS", "SPREAD_REFERENCE"]
 
 VARIANTS = ("full", "one_coin", "hierarchical", "pooled")
 
@@ -809,6 +809,29 @@ def _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate):
 
 
 # ---------------------------------------------------------------- simulate
+def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
+    """P(truth = each class | x) under each draw of a fit's softmax classifier:
+    (sample, item, class). ``post``: the fit's posterior (``coef`` (feature,
+    true_class), ``intercept``; chain, draw); ``features``: (item, feature) in the
+    fit's feature order. :func:`crowd_models.predict` checks the features and
+    summarises the draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import dawid_skene
+    >>> conf = np.stack([np.eye(3) * 0.7 + 0.1] * 4)
+    >>> ann = dawid_skene.simulate(conf, n_items=200, n_features=2, rng=0)
+    >>> dawid_skene.predict_draws(dawid_skene.em(ann), ann.features).shape
+    """
+    dims = (D.FEATURE, D.TRUE_CLASS)
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose("sample", *dims).values
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
+        "sample", D.TRUE_CLASS).values
+    eta = np.einsum("if,sfk->sik", np.asarray(features, dtype=float), coef) + intercept[:, None]
+    return softmax(eta, axis=-1)
+
+
 def simulate(
     confusion,
     *,

@@ -30,8 +30,8 @@ from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 from crowd_models.models import _em, _registry
 
-__all__ = ["build_model", "em", "simulate", "decoupled", "predict", "parse_priors",
-           "majority_vote_start", "DEFAULT_PRIORS"]
+__all__ = ["build_model", "em", "simulate", "decoupled", "predict", "predict_draws",
+           "parse_priors", "majority_vote_start", "DEFAULT_PRIORS"]
 
 DEFAULT_PRIORS = _registry.default_priors("two_coin")
 """Weakly informative defaults. Beta(3, 2) on sensitivity and specificity
@@ -476,8 +476,28 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     ).assign_coords(coords).assign_attrs(method="decoupled")
 
 
+def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
+    """P(truth | x) under each draw of a fit's classifier: (sample, item, 2), the
+    negative class first. ``post``: the fit's posterior (``coef``, ``intercept``;
+    chain, draw); ``features``: (item, feature) in the fit's feature order.
+    :func:`crowd_models.predict` checks the features and summarises the draws.
+
+    Examples
+    --------
+    >>> from crowd_models.models import two_coin
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> two_coin.predict_draws(two_coin.em(ann), ann.features).shape
+    """
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(D.FEATURE, "sample").values
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
+    positive = expit(np.asarray(features, dtype=float) @ coef + intercept).T
+    return np.stack([1 - positive, positive], axis=-1)
+
+
 def predict(fit, features) -> np.ndarray:
-    """P(truth positive | x) from a fitted classifier, averaged over the fit's draws.
+    """P(truth positive | x) from a fitted classifier, averaged over the fit's draws
+    (:func:`crowd_models.predict` gives the intervals too, and checks the features'
+    names).
 
     ``fit``: an EM Dataset or a MAP/NUTS DataTree with ``coef`` and ``intercept``;
     ``features``: (item, feature) array or DataFrame in the fit's feature order.
@@ -492,12 +512,10 @@ def predict(fit, features) -> np.ndarray:
     if "coef" not in post:
         raise ValueError("this fit has no classifier (it was fitted without features).")
     X = np.asarray(features, dtype=float)
-    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(D.FEATURE, "sample").values
-    if X.ndim != 2 or X.shape[1] != coef.shape[0]:
-        raise ValueError(
-            f"features must be (item, {coef.shape[0]}) like the fit's, got shape {X.shape}.")
-    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
-    return expit(X @ coef + intercept).mean(axis=1)
+    n = post.sizes[D.FEATURE]
+    if X.ndim != 2 or X.shape[1] != n:
+        raise ValueError(f"features must be (item, {n}) like the fit's, got shape {X.shape}.")
+    return predict_draws(post, X)[..., 1].mean(axis=0)
 
 
 # ---------------------------------------------------------------- simulate

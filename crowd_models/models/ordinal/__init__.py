@@ -50,6 +50,7 @@ from crowd_models.models.ordinal.cumulative import (
     binary_annotations,
     class_probabilities,
     negative_differences,
+    predict_draws,
 )
 from crowd_models.models.ordinal.latent import latent_confusion, level_locations, own_cutpoints
 from crowd_models.models.ordinal.levels import (
@@ -62,7 +63,7 @@ from crowd_models.models.ordinal.levels import (
 )
 
 __all__ = [
-    "build_model", "em", "simulate", "class_probabilities",
+    "build_model", "em", "simulate", "class_probabilities", "predict_draws",
     "negative_differences", "binary_annotations", "threshold_names", "require_levels",
     "latent_confusion", "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",

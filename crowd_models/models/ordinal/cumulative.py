@@ -41,6 +41,7 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
+from scipy.special import expit
 
 from crowd_models import _dims as D
 from crowd_models._fits import posterior_of
@@ -154,6 +155,30 @@ def class_probabilities(exceed_prob) -> tuple[np.ndarray, np.ndarray]:
     raw = _survival_to_classes(np.asarray(exceed_prob, dtype=float))
     clipped = np.clip(raw, 0.0, None)
     return clipped / clipped.sum(axis=-1, keepdims=True), raw
+
+
+def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
+    """P(truth = each level | x) under each draw of a cumulative fit's classifiers
+    (one logistic regression per threshold, ``coef`` (feature, threshold)), their
+    differences repaired as the fit's (:func:`class_probabilities`): (sample,
+    item, level). :func:`crowd_models.predict` checks the features and summarises
+    the draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> ann = cm.datasets.load_web_search()
+    >>> X = np.random.default_rng(0).standard_normal((ann.n_items, 2))
+    >>> fit = ordinal.em(ann.with_features(X))
+    >>> ordinal.predict_draws(fit, X).shape
+    """
+    dims = (D.FEATURE, D.THRESHOLD)
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose("sample", *dims).values
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
+        "sample", D.THRESHOLD).values
+    eta = np.einsum("if,sft->sit", np.asarray(features, dtype=float), coef) + intercept[:, None]
+    return class_probabilities(expit(eta))[0]
 
 
 def _repair_pt(exceed):
