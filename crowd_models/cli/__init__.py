@@ -12,7 +12,17 @@ Usage::
                  [--penalty L[,L2,...]]
                  [prior options, see --help] [--method em|map|nuts]
                  [--draws N] [--tune N] [--chains N] [--seed N] [--out DIR] [--force]
+    crowd-models predict FIT.nc FEATURES.csv [--out predictions.csv] [--ci-prob P]
+                 [--encoding ENC] [--force]
     crowd-models demo [--out DIR] [--quick] [--force]
+
+``predict`` reads the ``fit.nc`` of a fit made with ``--features`` (two-coin,
+dawid-skene, ordinal cumulative) and a CSV of new items (id first, then the
+fit's feature columns by name, transformed as the training features were) and
+writes each item's ``estimated_label`` and class probabilities
+(``cm.predict``), with intervals and ``_best`` (the share of draws in which the
+class is the most probable) where the fit has draws (``--method map``'s Laplace
+draws, ``--method nuts``); the file is written whole or not at all.
 
 ``--continuous`` (or ``--model continuous``) reads the labels as numbers and
 fits the continuous family (annotator precision, with ``--bias`` an additive
@@ -150,7 +160,7 @@ import re
 import sys
 
 from crowd_models._parsing import DUPLICATES
-from crowd_models.cli._commands import run_demo, run_fit
+from crowd_models.cli._commands import run_demo, run_fit, run_predict
 from crowd_models.cli._options import (  # noqa: F401  (the names tests and users reach)
     _VARIANT_KEYWORD,
     EXIT_INPUT,
@@ -309,6 +319,20 @@ def _parser() -> argparse.ArgumentParser:
     output.add_argument("--force", action="store_true",
                         help="write into a folder that is not empty, replacing the report's "
                              "files (each is named); other files are left alone")
+    r = sub.add_parser(
+        "predict", help="new items' class probabilities from a fit's classifier",
+        description="New items' class probabilities from the classifier of a fit made with "
+                    "--features (two-coin, dawid-skene, ordinal cumulative).")
+    r.add_argument("fit", help="the fit.nc of a report (crowd-models fit --features ...)")
+    r.add_argument("features", help="CSV of the new items: their id in the first column, "
+                                    "then the fit's feature columns by name")
+    r.add_argument("--out", default="predictions.csv",
+                   help="output CSV (default: predictions.csv): estimated_label, and "
+                        "prob_<class> with _lower, _upper and _best where the fit has draws")
+    r.add_argument("--ci-prob", type=float, default=0.9,
+                   help="probability of the intervals (default: 0.9)")
+    r.add_argument("--encoding", help="text encoding of the features file (default: utf-8)")
+    r.add_argument("--force", action="store_true", help="replace --out if it exists")
     d = sub.add_parser("demo", help="the two-coin model on the bundled RTE data")
     d.add_argument("--out", default="crowd_models_demo", help="output folder")
     d.add_argument("--quick", action="store_true", help="fewer NUTS draws")
@@ -337,6 +361,8 @@ def main(argv=None) -> int:
         with _one_line_warnings():
             if args.command == "fit":
                 return run_fit(args, argv)
+            if args.command == "predict":
+                return run_predict(args)
             return run_demo(args, argv)
     except InputError as err:
         print(f"crowd-models: error: {_one_line(str(err))}", file=sys.stderr)

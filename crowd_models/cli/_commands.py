@@ -359,6 +359,57 @@ def _print_results(args, plan, ann, table, items, confusion, coefficients, inter
             for name, n in nonzero.items()))
 
 
+def run_predict(args) -> int:
+    """``crowd-models predict FIT.nc FEATURES.csv``: each new item's class
+    probabilities from the fit's classifier, written to ``--out``."""
+    import os
+    import tempfile
+
+    import crowd_models as cm
+    from crowd_models.cli._input import _read_csv, _sniff_sep
+
+    _check_input_file(args.fit, "fit")
+    _check_input_file(args.features, "features")
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise OutputError(f"--out {str(out)!r} exists; pass --force to replace it.")
+    try:
+        fit = cm.open_fit(args.fit)
+    except (OSError, ValueError) as err:
+        raise InputError(f"fit file {args.fit!r} is not a fit written by crowd-models fit or "
+                         f"cm.save_fit ({err}).") from None
+    features = _read_csv(args.features, "features", index_col=0, first_id=True,
+                         sep=_sniff_sep(args.features, ","), encoding=args.encoding)
+    try:
+        pred = cm.predict(fit, features, ci_prob=args.ci_prob)
+    except ValueError as err:
+        text = str(err).replace("Refit with the items' features", "Refit with --features")
+        raise InputError(f"{text} (fit {args.fit!r}, features {args.features!r})") from None
+    classes = [str(c) for c in pred["true_class"].values]
+    table = pd.DataFrame(index=pd.Index(pred["item"].values, name=features.index.name or "item"))
+    table["estimated_label"] = np.asarray(pred["true_class"].values)[
+        pred["prob"].values.argmax(axis=1)]
+    for name in ("prob", "prob_lower", "prob_upper", "prob_best"):
+        if name in pred:
+            suffix = name.removeprefix("prob")
+            for k, c in enumerate(classes):
+                table[f"prob_{c}{suffix}"] = pred[name].values[:, k]
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=folder)
+        with os.fdopen(fd, "w") as handle:
+            table.to_csv(handle)
+        os.replace(tmp, out)  # whole, or not at all
+    except OSError as err:
+        raise OutputError(f"--out {str(out)!r} cannot be written: "
+                          f"{err.strerror or err}.") from None
+    spread = (f"{pred.attrs['ci_prob']:.0%} intervals over {pred.attrs['draws']} draws"
+              if "prob_lower" in pred else "no intervals: the fit is one point (EM or MAP "
+              "without Laplace draws)")
+    print(f"wrote: {out} ({len(table)} items, {len(classes)} classes; {spread})")
+    return 0
+
+
 def run_demo(args, argv=None) -> int:
     out = Path(args.out)
     entries = _check_out(out, args.force)

@@ -1010,3 +1010,42 @@ def test_fit_auto_by_loo_scores_nuts_fits_of_every_candidate(tmp_path, capsys):
     ranking = json.loads(fit.attrs["ranking"])
     assert fit.attrs["criterion"] == "loo" and len(ranking) == 6
     assert all(row["n_items"] == 60 for row in ranking)
+
+
+def test_predict_writes_the_fits_predictions_for_new_items(labels_csv, tmp_path, capsys):
+    """crowd-models predict: the classifier of a --features fit (its Laplace draws)
+    on new items, the same numbers as cm.predict on the reloaded fit."""
+    folder, sim = labels_csv
+    report = tmp_path / "report"
+    assert main(["fit", str(folder / "labels.csv"), "--item", "case", "--annotator", "reader",
+                 "--label", "call", "--features", str(folder / "features.csv"),
+                 "--out", str(report)]) == 0
+    capsys.readouterr()
+    new = pd.DataFrame(np.random.default_rng(3).standard_normal((40, 2)), columns=["size", "age"],
+                       index=pd.Index([f"0{i}" for i in range(40)], name="case"))
+    new.to_csv(tmp_path / "new.csv")
+    out = tmp_path / "predictions.csv"
+    assert main(["predict", str(report / "fit.nc"), str(tmp_path / "new.csv"),
+                 "--out", str(out)]) == 0
+    assert "40 items, 2 classes; 90% intervals over 1000 draws" in capsys.readouterr().out
+    table = pd.read_csv(out, index_col=0, dtype={"case": str})
+    assert table.index[0] == "00"  # ids as written
+    expected = cm.predict(cm.open_fit(report / "fit.nc"), new)
+    for stat in ("", "_lower", "_upper", "_best"):
+        np.testing.assert_allclose(table[f"prob_1{stat}"], expected[f"prob{stat}"].values[:, 1])
+    assert (table["estimated_label"] == (table["prob_1"] > 0.5).astype(int)).all()
+    # the file is not replaced without --force; a fit without features has no classifier
+    assert main(["predict", str(report / "fit.nc"), str(tmp_path / "new.csv"),
+                 "--out", str(out)]) == 1
+    assert "exists; pass --force" in capsys.readouterr().err
+    plain = tmp_path / "plain"
+    assert main(["fit", str(folder / "labels.csv"), "--item", "case", "--annotator", "reader",
+                 "--label", "call", "--method", "em", "--out", str(plain)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(plain / "fit.nc"), str(tmp_path / "new.csv"), "--out",
+                 str(tmp_path / "p2.csv")]) == 2
+    assert "fitted without features. Refit with --features" in capsys.readouterr().err
+    new.drop(columns="age").to_csv(tmp_path / "less.csv")
+    assert main(["predict", str(report / "fit.nc"), str(tmp_path / "less.csv"), "--out",
+                 str(tmp_path / "p3.csv")]) == 2
+    assert "missing: ['age']" in capsys.readouterr().err
