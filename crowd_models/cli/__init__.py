@@ -247,6 +247,24 @@ def _input_options(f: argparse.ArgumentParser) -> None:
                            "(the same on every row of the item; empty where unknown)")
 
 
+def _predict_command(sub) -> None:
+    """``crowd-models predict``: its arguments."""
+    r = sub.add_parser(
+        "predict", help="new items' class probabilities from a fit's classifier",
+        description="New items' class probabilities from the classifier of a fit made with "
+                    "--features (two-coin, dawid-skene, ordinal cumulative).")
+    r.add_argument("fit", help="the fit.nc of a report (crowd-models fit --features ...)")
+    r.add_argument("features", help="CSV of the new items: their id in the first column, "
+                                    "then the fit's feature columns by name")
+    r.add_argument("--out", default="predictions.csv",
+                   help="output CSV (default: predictions.csv): estimated_label, and "
+                        "prob_<class> with _lower, _upper and _best where the fit has draws")
+    r.add_argument("--ci-prob", type=float, default=0.9,
+                   help="probability of the intervals (default: 0.9)")
+    r.add_argument("--encoding", help="text encoding of the features file (default: utf-8)")
+    r.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
 def _parser() -> argparse.ArgumentParser:
     from crowd_models.models import MODEL_NAMES
 
@@ -319,20 +337,7 @@ def _parser() -> argparse.ArgumentParser:
     output.add_argument("--force", action="store_true",
                         help="write into a folder that is not empty, replacing the report's "
                              "files (each is named); other files are left alone")
-    r = sub.add_parser(
-        "predict", help="new items' class probabilities from a fit's classifier",
-        description="New items' class probabilities from the classifier of a fit made with "
-                    "--features (two-coin, dawid-skene, ordinal cumulative).")
-    r.add_argument("fit", help="the fit.nc of a report (crowd-models fit --features ...)")
-    r.add_argument("features", help="CSV of the new items: their id in the first column, "
-                                    "then the fit's feature columns by name")
-    r.add_argument("--out", default="predictions.csv",
-                   help="output CSV (default: predictions.csv): estimated_label, and "
-                        "prob_<class> with _lower, _upper and _best where the fit has draws")
-    r.add_argument("--ci-prob", type=float, default=0.9,
-                   help="probability of the intervals (default: 0.9)")
-    r.add_argument("--encoding", help="text encoding of the features file (default: utf-8)")
-    r.add_argument("--force", action="store_true", help="replace --out if it exists")
+    _predict_command(sub)
     d = sub.add_parser("demo", help="the two-coin model on the bundled RTE data")
     d.add_argument("--out", default="crowd_models_demo", help="output folder")
     d.add_argument("--quick", action="store_true", help="fewer NUTS draws")

@@ -368,6 +368,9 @@ def run_predict(args) -> int:
     import crowd_models as cm
     from crowd_models.cli._input import _read_csv, _sniff_sep
 
+    if not 0 < args.ci_prob < 1:
+        raise InputError(f"--ci-prob {args.ci_prob:g}: give a probability strictly between 0 "
+                         f"and 1, e.g. --ci-prob 0.9.")
     _check_input_file(args.fit, "fit")
     _check_input_file(args.features, "features")
     out = Path(args.out)

@@ -1049,3 +1049,7 @@ def test_predict_writes_the_fits_predictions_for_new_items(labels_csv, tmp_path,
     assert main(["predict", str(report / "fit.nc"), str(tmp_path / "less.csv"), "--out",
                  str(tmp_path / "p3.csv")]) == 2
     assert "missing: ['age']" in capsys.readouterr().err
+    assert main(["predict", str(report / "fit.nc"), str(tmp_path / "new.csv"), "--ci-prob",
+                 "90"]) == 2
+    assert "--ci-prob 90: give a probability strictly between 0 and 1" in (
+        capsys.readouterr().err)
