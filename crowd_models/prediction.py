@@ -1,7 +1,8 @@
 """Predicting the truth of new items from a fit's classifier: ``cm.predict``.
 
 A family that learns a classifier of the truth from the items' features
-(two-coin, Dawid-Skene with features, cumulative ordinal with features) gives
+(two-coin, Dawid-Skene and cumulative ordinal with features, feature-dependent
+accuracy) gives
 its module a ``predict_draws(posterior, features)``: the class probabilities of
 each new item under each draw of the fit, (sample, item, class). This module
 checks the features against those the fit was trained on and summarises the
@@ -62,7 +63,8 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
     fit : xarray.Dataset or xarray.DataTree
         An EM Dataset, a ``fit_map`` DataTree (its Laplace draws where it has
         them) or a ``sample`` DataTree, of a family with a classifier of the
-        features (two-coin, Dawid-Skene, cumulative ordinal), or any of them
+        features (two-coin, Dawid-Skene, cumulative ordinal, feature-dependent
+        accuracy), or any of them
         reloaded with ``cm.open_fit``.
     features : pandas.DataFrame or array-like
         The new items' features: a DataFrame with the fit's feature columns (in

@@ -98,3 +98,15 @@ def test_bad_input(sim_features, sim_plain):
         cm.predict(spammer.em(sim_plain), NEW)
     with pytest.raises(ValueError, match="ci_prob"):
         cm.predict(fit, NEW, ci_prob=1.5)
+
+
+def test_the_feature_accuracy_classifier():
+    from crowd_models.models import feature_accuracy
+
+    ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    fit = feature_accuracy.em(ann, penalty=2.0)
+    X = np.random.default_rng(2).standard_normal((30, 4))
+    by_hand = expit(X @ fit["coef"].values[0, 0] + float(fit["intercept"].values[0, 0]))
+    out = cm.predict(fit, X)
+    np.testing.assert_allclose(out["prob"].values[:, 1], by_hand)
+    np.testing.assert_allclose(feature_accuracy.predict(fit, X), by_hand)

@@ -68,12 +68,12 @@ from crowd_models._lasso import l1_logistic, single_thread
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _registry
+from crowd_models.models import _em, _registry, two_coin
 
 __all__ = [
-    "build_model", "em", "simulate", "predict", "align_signs", "lasso_majority_vote",
-    "lasso_gold", "l1_logistic", "annotator_error", "annotator_summary", "DEFAULT_PRIORS",
-    "MECHANISMS",
+    "build_model", "em", "simulate", "predict", "predict_draws", "align_signs",
+    "lasso_majority_vote", "lasso_gold", "l1_logistic", "annotator_error", "annotator_summary",
+    "DEFAULT_PRIORS", "MECHANISMS",
 ]
 
 FAMILY = "the feature-dependent accuracy model"
@@ -591,10 +591,24 @@ def predict(fit, features) -> np.ndarray:
     post = posterior_of(fit)
     if "coef" not in post or "intercept" not in post:
         raise ValueError("this fit has no classifier (no coef and intercept).")
-    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(D.FEATURE, "sample").values
-    X = _check_features(features, "features", coef.shape[0])
-    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
-    return expit(X @ coef + intercept).mean(axis=1)
+    X = _check_features(features, "features", post.sizes[D.FEATURE])
+    return predict_draws(post, X)[..., 1].mean(axis=0)
+
+
+def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
+    """P(truth | x) under each draw of the fit's classifier of the truth, the same
+    logistic regression as two-coin's (:func:`two_coin.predict_draws`): (sample,
+    item, 2), the negative class first. :func:`crowd_models.predict` checks the
+    features and summarises the draws.
+
+    Examples
+    --------
+    >>> from crowd_models.models import feature_accuracy
+    >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
+    >>> fit = feature_accuracy.em(ann, penalty=2.0)
+    >>> feature_accuracy.predict_draws(fit, ann.features).shape
+    """
+    return two_coin.predict_draws(post, features)
 
 
 def annotator_error(fit, features) -> np.ndarray:
