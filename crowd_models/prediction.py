@@ -2,9 +2,10 @@
 
 A family that learns a classifier of the truth from the items' features
 (two-coin, Dawid-Skene and cumulative ordinal with features, feature-dependent
-accuracy) gives
-its module a ``predict_draws(posterior, features)``: the class probabilities of
-each new item under each draw of the fit, (sample, item, class). This module
+accuracy; continuous, a regression of the true value) gives its module a
+``predict_draws(posterior, features)``: the class probabilities of each new
+item under each draw of the fit, (sample, item, class), or for the continuous
+family the true value's mean (sample, item) and sd (sample,). This module
 checks the features against those the fit was trained on and summarises the
 draws, the same way for every such family and every kind of fit (EM, MAP, its
 Laplace draws, NUTS, a fit reloaded with ``cm.open_fit``).
@@ -64,7 +65,7 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
         An EM Dataset, a ``fit_map`` DataTree (its Laplace draws where it has
         them) or a ``sample`` DataTree, of a family with a classifier of the
         features (two-coin, Dawid-Skene, cumulative ordinal, feature-dependent
-        accuracy), or any of them
+        accuracy; continuous, a regression), or any of them
         reloaded with ``cm.open_fit``.
     features : pandas.DataFrame or array-like
         The new items' features: a DataFrame with the fit's feature columns (in
@@ -80,8 +81,13 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
         Over (``item``, ``true_class``): ``prob``, each class's probability (the
         mean over the fit's draws); with several draws also ``prob_lower`` and
         ``prob_upper``, its equal-tailed interval, and ``prob_best``, the share
-        of draws in which the class is the most probable. ``attrs``: the fit's
-        ``family`` and ``variant``, ``draws`` and ``ci_prob``.
+        of draws in which the class is the most probable. For a continuous fit,
+        over ``item``: the predictive distribution of each new item's true
+        value (Normal around the regression per draw, a mixture over the
+        draws), ``value`` (its mean), ``value_sd`` and ``value_lower``,
+        ``value_upper`` (its equal-tailed interval), in the labels' units.
+        ``attrs``: the fit's ``family`` and ``variant``, ``draws`` and
+        ``ci_prob``.
 
     Raises
     ------
@@ -116,6 +122,9 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
                          f"features. Refit with the items' features to predict new ones.")
     names = [str(n) for n in post[D.FEATURE].values]
     X, items = _feature_matrix(features, names)
+    attrs = {"family": family, "variant": variant or "", "ci_prob": ci_prob}
+    if record.labels == "continuous":
+        return _true_values(*module.predict_draws(post, X), items, ci_prob, attrs)
     draws = module.predict_draws(post, X)
     classes = posterior_of(fit)["item_class_prob"][D.TRUE_CLASS].values  # Laplace draws lack it
     dims = (D.ITEM, D.TRUE_CLASS)
@@ -127,5 +136,27 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
         out.update(prob_lower=(dims, lower), prob_upper=(dims, upper),
                    prob_best=(dims, best.mean(axis=0)))
     return xr.Dataset(out, coords={D.ITEM: items, D.TRUE_CLASS: classes},
-                      attrs={"family": family, "variant": variant or "", "draws": len(draws),
-                             "ci_prob": ci_prob})
+                      attrs={**attrs, "draws": len(draws)})
+
+
+def _true_values(mean: np.ndarray, sd: np.ndarray, items, ci_prob: float,
+                 attrs: dict) -> xr.Dataset:
+    """The predictive distribution of new items' true values, a mixture over the
+    draws of Normal(mean[s], sd[s]^2): its mean, sd (total variance) and
+    equal-tailed interval (the mixture's quantiles, by bisection of its CDF)."""
+    from scipy.stats import norm
+
+    center = mean.mean(axis=0)
+    spread = np.sqrt(np.mean(sd ** 2) + mean.var(axis=0))
+    bounds = []
+    for q in ((1 - ci_prob) / 2, (1 + ci_prob) / 2):
+        low = (mean - 10 * sd[:, None]).min(axis=0)
+        high = (mean + 10 * sd[:, None]).max(axis=0)
+        for _ in range(80):  # the CDF is increasing: halve the bracket
+            mid = (low + high) / 2
+            below = norm.cdf((mid - mean) / sd[:, None]).mean(axis=0) < q
+            low, high = np.where(below, mid, low), np.where(below, high, mid)
+        bounds.append((low + high) / 2)
+    out = {"value": ((D.ITEM,), center), "value_sd": ((D.ITEM,), spread),
+           "value_lower": ((D.ITEM,), bounds[0]), "value_upper": ((D.ITEM,), bounds[1])}
+    return xr.Dataset(out, coords={D.ITEM: items}, attrs={**attrs, "draws": len(mean)})

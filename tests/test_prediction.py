@@ -110,3 +110,39 @@ def test_the_feature_accuracy_classifier():
     out = cm.predict(fit, X)
     np.testing.assert_allclose(out["prob"].values[:, 1], by_hand)
     np.testing.assert_allclose(feature_accuracy.predict(fit, X), by_hand)
+
+
+def test_a_continuous_fit_predicts_the_true_value_and_its_spread():
+    """The regression's predictive distribution: one EM point gives Normal(mean,
+    1 / truth_precision); Laplace draws give the mixture, whose quantiles are
+    checked against a large sample of it, and which holds the simulated true
+    values of new items at about the nominal rate."""
+    from scipy.stats import norm
+
+    from crowd_models.models import continuous
+
+    rng = np.random.default_rng(4)
+    coef = np.array([1.0, -0.5])
+    ann = continuous.simulate([4.0, 2.0, 1.0], n_items=400, n_features=2, coef=coef,
+                              intercept=3.0, truth_precision=4.0, rng=rng)
+    X = rng.standard_normal((300, 2))
+    em = continuous.em(ann)
+    out = cm.predict(em, X)
+    mean = X @ em["coef"].values[0, 0] + float(em["intercept"].values[0, 0])
+    sd = 1 / np.sqrt(float(em["truth_precision"].values[0, 0]))
+    np.testing.assert_allclose(out["value"].values, mean)
+    np.testing.assert_allclose(out["value_sd"].values, sd)
+    np.testing.assert_allclose(out["value_lower"].values, norm.ppf(0.05, mean, sd), atol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = cm.fit_map(continuous.build_model(ann), laplace=True, random_seed=0)
+    mixture = cm.predict(fit, X[:5], ci_prob=0.8)
+    post = laplace_fit(fit)["posterior"]
+    means = post["coef"].values.reshape(-1, 2) @ X[:5].T + post["intercept"].values.reshape(-1, 1)
+    sds = 1 / np.sqrt(post["truth_precision"].values.reshape(-1, 1))
+    sample = means + sds * np.random.default_rng(0).standard_normal((200, *means.shape))
+    np.testing.assert_allclose(mixture["value_lower"].values,
+                               np.quantile(sample.reshape(-1, 5), 0.1, axis=0), atol=0.01)
+    truth = X @ coef + 3.0 + rng.standard_normal(300) / 2.0
+    inside = ((out["value_lower"].values <= truth) & (truth <= out["value_upper"].values)).mean()
+    assert 0.85 < inside < 0.95, inside  # 90% intervals

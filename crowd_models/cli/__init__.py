@@ -17,12 +17,14 @@ Usage::
     crowd-models demo [--out DIR] [--quick] [--force]
 
 ``predict`` reads the ``fit.nc`` of a fit made with ``--features`` (two-coin,
-dawid-skene, ordinal cumulative, feature-accuracy) and a CSV of new items (id first, then the
-fit's feature columns by name, transformed as the training features were) and
-writes each item's ``estimated_label`` and class probabilities
-(``cm.predict``), with intervals and ``_best`` (the share of draws in which the
-class is the most probable) where the fit has draws (``--method map``'s Laplace
-draws, ``--method nuts``); the file is written whole or not at all.
+dawid-skene, ordinal cumulative, feature-accuracy, continuous) and a CSV of
+new items (id first, then the fit's feature columns by name, transformed as
+the training features were) and writes each item's ``estimated_label`` and
+class probabilities (``cm.predict``), with intervals and ``_best`` (the share
+of draws in which the class is the most probable) where the fit has draws
+(``--method map``'s Laplace draws, ``--method nuts``); for a continuous fit,
+each true value's predictive mean, sd and interval. The file is written whole
+or not at all.
 
 ``--continuous`` (or ``--model continuous``) reads the labels as numbers and
 fits the continuous family (annotator precision, with ``--bias`` an additive
@@ -253,13 +255,14 @@ def _predict_command(sub) -> None:
         "predict", help="new items' class probabilities from a fit's classifier",
         description="New items' class probabilities from the classifier of a fit made with "
                     "--features (two-coin, dawid-skene, ordinal cumulative, "
-                    "feature-accuracy).")
+                    "feature-accuracy; continuous: the true value).")
     r.add_argument("fit", help="the fit.nc of a report (crowd-models fit --features ...)")
     r.add_argument("features", help="CSV of the new items: their id in the first column, "
                                     "then the fit's feature columns by name")
     r.add_argument("--out", default="predictions.csv",
                    help="output CSV (default: predictions.csv): estimated_label, and "
-                        "prob_<class> with _lower, _upper and _best where the fit has draws")
+                        "prob_<class> with _lower, _upper and _best where the fit has draws "
+                        "(continuous: value, value_sd, value_lower, value_upper)")
     r.add_argument("--ci-prob", type=float, default=0.9,
                    help="probability of the intervals (default: 0.9)")
     r.add_argument("--encoding", help="text encoding of the features file (default: utf-8)")

@@ -388,15 +388,21 @@ def run_predict(args) -> int:
     except ValueError as err:
         text = str(err).replace("Refit with the items' features", "Refit with --features")
         raise InputError(f"{text} (fit {args.fit!r}, features {args.features!r})") from None
-    classes = [str(c) for c in pred["true_class"].values]
     table = pd.DataFrame(index=pd.Index(pred["item"].values, name=features.index.name or "item"))
-    table["estimated_label"] = np.asarray(pred["true_class"].values)[
-        pred["prob"].values.argmax(axis=1)]
-    for name in ("prob", "prob_lower", "prob_upper", "prob_best"):
-        if name in pred:
-            suffix = name.removeprefix("prob")
-            for k, c in enumerate(classes):
-                table[f"prob_{c}{suffix}"] = pred[name].values[:, k]
+    if "value" in pred:  # a continuous fit: the true value's predictive distribution
+        for name in ("value", "value_sd", "value_lower", "value_upper"):
+            table[name] = pred[name].values
+        what = "true values"
+    else:
+        classes = [str(c) for c in pred["true_class"].values]
+        table["estimated_label"] = np.asarray(pred["true_class"].values)[
+            pred["prob"].values.argmax(axis=1)]
+        for name in ("prob", "prob_lower", "prob_upper", "prob_best"):
+            if name in pred:
+                suffix = name.removeprefix("prob")
+                for k, c in enumerate(classes):
+                    table[f"prob_{c}{suffix}"] = pred[name].values[:, k]
+        what = f"{len(classes)} classes"
     folder = out.parent if str(out.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=folder)
@@ -406,10 +412,14 @@ def run_predict(args) -> int:
     except OSError as err:
         raise OutputError(f"--out {str(out)!r} cannot be written: "
                           f"{err.strerror or err}.") from None
-    spread = (f"{pred.attrs['ci_prob']:.0%} intervals over {pred.attrs['draws']} draws"
-              if "prob_lower" in pred else "no intervals: the fit is one point (EM or MAP "
-              "without Laplace draws)")
-    print(f"wrote: {out} ({len(table)} items, {len(classes)} classes; {spread})")
+    if "value" in pred:
+        spread = (f"{pred.attrs['ci_prob']:.0%} predictive intervals over "
+                  f"{pred.attrs['draws']} draw(s)")
+    elif "prob_lower" in pred:
+        spread = f"{pred.attrs['ci_prob']:.0%} intervals over {pred.attrs['draws']} draws"
+    else:
+        spread = "no intervals: the fit is one point (EM or MAP without Laplace draws)"
+    print(f"wrote: {out} ({len(table)} items, {what}; {spread})")
     return 0
 
 

@@ -123,6 +123,7 @@ __all__ = [
     "em",
     "simulate",
     "item_log_marginal",
+    "predict_draws",
     "NOISES",
     "DEFAULT_PRIORS",
     "FLAT_PRIORS",
@@ -901,6 +902,25 @@ def _annotator_effect(value, name: str, J: int, neutral: float, constraint: str,
         raise ValueError(f"{name} must {constraint} (the model's identifiability constraint), "
                          f"got mean {v.mean():.3g}; {fix}.")
     return v
+
+
+def predict_draws(post: xr.Dataset, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The true value of new items under each draw of the fit's regression: its
+    mean ``coef . x + intercept`` (sample, item) and its sd ``1 /
+    sqrt(truth_precision)`` (sample,), in the labels' units.
+    :func:`crowd_models.predict` checks the features and summarises the draws.
+
+    Examples
+    --------
+    >>> from crowd_models.models import continuous
+    >>> ann = continuous.simulate([1.0, 2.0, 4.0], n_items=200, n_features=2, rng=0)
+    >>> mean, sd = continuous.predict_draws(continuous.em(ann), ann.features)
+    """
+    coef = post["coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose("sample", D.FEATURE).values
+    intercept = post["intercept"].stack(sample=(D.CHAIN, D.DRAW)).values
+    precision = post["truth_precision"].stack(sample=(D.CHAIN, D.DRAW)).values
+    mean = coef @ np.asarray(features, dtype=float).T + intercept[:, None]
+    return mean, 1 / np.sqrt(precision)
 
 
 def simulate(

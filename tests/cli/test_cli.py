@@ -1053,3 +1053,29 @@ def test_predict_writes_the_fits_predictions_for_new_items(labels_csv, tmp_path,
                  "90"]) == 2
     assert "--ci-prob 90: give a probability strictly between 0 and 1" in (
         capsys.readouterr().err)
+
+
+def test_predict_a_continuous_fits_true_values(tmp_path, capsys):
+    from crowd_models.models import continuous
+
+    sim = continuous.simulate([1.0, 2.0, 4.0], n_items=150, n_features=2, intercept=5.0,
+                              rng=np.random.default_rng(9))
+    sim.to_frame().to_csv(tmp_path / "ratings.csv", index=False)
+    pd.DataFrame(sim.features, index=pd.Index(sim.items, name="item"),
+                 columns=["x1", "x2"]).to_csv(tmp_path / "features.csv")
+    assert main(["fit", str(tmp_path / "ratings.csv"), "--continuous", "--method", "em",
+                 "--features", str(tmp_path / "features.csv"), "--out",
+                 str(tmp_path / "report")]) == 0
+    capsys.readouterr()
+    new = pd.DataFrame(np.random.default_rng(1).standard_normal((10, 2)), columns=["x1", "x2"],
+                       index=pd.Index([f"n{i}" for i in range(10)], name="item"))
+    new.to_csv(tmp_path / "new.csv")
+    assert main(["predict", str(tmp_path / "report" / "fit.nc"), str(tmp_path / "new.csv"),
+                 "--out", str(tmp_path / "pred.csv")]) == 0
+    assert "10 items, true values; 90% predictive intervals over 1 draw(s)" in (
+        capsys.readouterr().out)
+    table = pd.read_csv(tmp_path / "pred.csv", index_col=0)
+    expected = cm.predict(cm.open_fit(tmp_path / "report" / "fit.nc"), new)
+    for name in ("value", "value_sd", "value_lower", "value_upper"):
+        np.testing.assert_allclose(table[name], expected[name].values)
+    assert list(table.columns) == ["value", "value_sd", "value_lower", "value_upper"]
