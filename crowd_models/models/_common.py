@@ -141,9 +141,10 @@ def beta_logpdf_nojac(x, a, b):
 
 
 # ------------------------------------------------------- the family protocol
-EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start"})
-"""Keywords of a family's ``em`` that steer the iteration, not the model: the
-EM that ``fit_map`` compares with gets their defaults."""
+EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier"})
+"""Keywords of a family's ``em`` that steer the iteration, not the model (a
+black-box ``classifier`` replaces the model's GLM in the M-step): the EM that
+``fit_map`` compares with gets their defaults."""
 
 
 def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,

@@ -25,6 +25,7 @@ from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
 from crowd_models import _trust
+from crowd_models._text import warn
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
@@ -396,6 +397,7 @@ def em(
     tol: float = 1e-10,
     max_iter: int = 10_000,
     accelerate: bool = True,
+    classifier=None,
 ) -> xr.Dataset:
     """Raykar et al.'s MAP-EM, from the majority-vote start.
 
@@ -414,6 +416,20 @@ def em(
     ``n_labels``. ``attrs`` hold ``log_posterior`` (the quantity find_MAP
     maximises), ``log_likelihood``, ``n_iter`` (M-steps run) and ``converged``.
 
+    ``classifier``: any scikit-learn classifier with ``fit(X, y,
+    sample_weight=...)`` and ``predict_proba`` in place of the logistic
+    regression (Raykar sec. 6.3; needs features): each M-step fits it to the
+    soft labels (every item twice, labelled 0 and 1, weighted by P(z_i = 0)
+    and P(z_i = 1)), and the E-step takes its probabilities as the prior of
+    the truth. The estimator passed is fitted in place, so its final state
+    predicts new items (``classifier.predict_proba``). Plain EM (no
+    extrapolation), stopped when the labels' marginal log-likelihood moves by
+    less than ``tol`` (a black-box M-step need not maximise exactly); the fit
+    has no ``coef``/``intercept`` and ``attrs["log_posterior"]`` is NaN (the
+    classifier's own regularisation is not a prior here), with
+    ``attrs["classifier"]`` naming it. ``fit_map`` and ``sample`` keep the
+    logistic regression.
+
     Examples
     --------
     >>> from crowd_models.models import two_coin
@@ -424,6 +440,8 @@ def em(
     _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
+    if classifier is not None:
+        return _classifier_em(annotations, pri, classifier, tol, max_iter)
     params, n_iter, converged = _em.run_em(
         lambda prm: _joint(annotations, prm),
         lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
@@ -443,6 +461,50 @@ def em(
             "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged),
         },
+        supports=_EM_SUPPORTS,
+    )
+
+
+def _classifier_em(annotations, pri, classifier, tol, max_iter) -> xr.Dataset:
+    """:func:`em` with a scikit-learn classifier as the prior of the truth."""
+    if annotations.features is None:
+        raise ValueError("classifier= needs annotations with features (the classifier "
+                         "learns the truth from them).")
+    if not (hasattr(classifier, "fit") and hasattr(classifier, "predict_proba")):
+        raise TypeError(f"classifier must be a scikit-learn classifier with fit and "
+                        f"predict_proba, got {type(classifier).__name__}.")
+    X = annotations.features
+    n = len(X)
+    rows, targets = np.vstack([X, X]), np.repeat([0, 1], n)
+    mu = majority_vote(annotations).values[:, 1]
+    plain = annotations.with_features(None)  # the rates' M-step, without the GLM
+    previous, converged, n_iter = -np.inf, False, 0
+    while n_iter < max_iter:
+        n_iter += 1
+        params = _m_step(plain, mu, pri)  # sensitivity, specificity (and an unused prevalence)
+        classifier.fit(rows, targets, sample_weight=np.concatenate([1 - mu, mu]))
+        proba = classifier.predict_proba(X)
+        positive = proba[:, list(classifier.classes_).index(1)]
+        prior = np.log(np.clip(np.stack([1 - positive, positive], axis=1), 1e-300, 1))
+        log_conf = _log_confusion(params["sensitivity"], params["specificity"])
+        prob, item_ll = C.posterior_from_joint(C.item_joint_np(log_conf, annotations) + prior)
+        mu = prob[:, 1]
+        loglik = float(item_ll.sum())
+        if abs(loglik - previous) < tol:
+            converged = True
+            break
+        previous = loglik
+    params.pop("prevalence", None)
+    extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, mu, pri).items()}
+    extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())
+    if not converged:
+        warn(f"two_coin.em with classifier= stopped after max_iter={max_iter} EM steps without "
+             f"the labels' log-likelihood settling to tol={tol:g}; raise max_iter.")
+    return C.em_dataset(
+        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
+        attrs={"family": "two_coin", "variant": "", "method": "em",
+               "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
+               "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged)},
         supports=_EM_SUPPORTS,
     )
 

@@ -450,3 +450,24 @@ def test_fit_logistic_with_collinear_features_splits_the_single_column_fit():
     double, b2 = two_coin._fit_logistic(np.hstack([x, x]), target, np.zeros((2, 2)), 0.0)
     assert double.sum() == pytest.approx(single[0], rel=1e-9)
     assert b2 == pytest.approx(b1, rel=1e-9)
+
+
+def test_em_with_a_scikit_learn_classifier_reaches_the_glm_fixed_point(sim_features):
+    """Raykar sec. 6.3: any classifier trained on soft labels. scikit-learn's
+    logistic regression with C = 1 / coef_precision (an unpenalised intercept:
+    intercept_precision=0 here) is the built-in M-step's classifier, so the EM
+    reaches the same fixed point."""
+    sklearn = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+    glm = two_coin.em(sim_features, coef_precision=2.0, intercept_precision=0.0)
+    clf = sklearn.LogisticRegression(C=0.5, tol=1e-12, max_iter=10_000)
+    fit = two_coin.em(sim_features, classifier=clf, tol=1e-12)
+    assert fit.attrs["converged"] and np.isnan(fit.attrs["log_posterior"])
+    np.testing.assert_allclose(clf.coef_.ravel(), glm["coef"].values.ravel(), atol=1e-4)
+    np.testing.assert_allclose(clf.intercept_, glm["intercept"].values.ravel(), atol=1e-4)
+    for name in ("sensitivity", "specificity", "item_class_prob"):
+        np.testing.assert_allclose(fit[name].values, glm[name].values, atol=1e-5)
+    assert "coef" not in fit and "LogisticRegression" in fit.attrs["classifier"]
+    with pytest.raises(ValueError, match="needs annotations with features"):
+        two_coin.em(sim_features.with_features(None), classifier=clf)
+    with pytest.raises(TypeError, match="scikit-learn classifier with fit and predict_proba"):
+        two_coin.em(sim_features, classifier=object())
