@@ -905,9 +905,9 @@ def _annotator_effect(value, name: str, J: int, neutral: float, constraint: str,
 
 
 def predict_draws(post: xr.Dataset, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The true value of new items under each draw of the fit's regression: its
-    mean ``coef . x + intercept`` (sample, item) and its sd ``1 /
-    sqrt(truth_precision)`` (sample,), in the labels' units.
+    """The true value of new items under each draw of the fit's regression, in
+    the labels' units: its mean ``x @ coef + intercept`` (sample, item) and its
+    sd ``1 / sqrt(truth_precision)`` (sample,).
     :func:`crowd_models.predict` checks the features and summarises the draws.
 
     Examples
