@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from crowd_models import _dims as D
-from crowd_models._fits import check_ci_prob, has_laplace, posterior_of
+from crowd_models._fits import check_ci_prob, equal_tailed, has_laplace, posterior_of
 from crowd_models._text import listing
 from crowd_models.inference import laplace_fit
 from crowd_models.models import _registry
@@ -107,8 +107,7 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
     source = laplace_fit(fit) if has_laplace(fit) else fit
     post = posterior_of(source)
     family, variant = fit.attrs.get("family"), fit.attrs.get("variant", "")
-    record = next((r for r in _registry.REGISTRY
-                   if r.family == family and r.variant == (variant or "")), None)
+    record = _registry.find(family, variant or "")
     if record is None:
         raise ValueError(f"this fit does not name a family of the registry (attrs family="
                          f"{family!r}, variant={variant!r}); fit it with a family's em, "
@@ -130,8 +129,7 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
     dims = (D.ITEM, D.TRUE_CLASS)
     out = {"prob": (dims, draws.mean(axis=0))}
     if len(draws) > 1:
-        tail = (1 - ci_prob) / 2
-        lower, upper = np.quantile(draws, [tail, 1 - tail], axis=0)
+        lower, upper = equal_tailed(draws, ci_prob)
         best = draws.argmax(axis=-1)[..., None] == np.arange(draws.shape[-1])
         out.update(prob_lower=(dims, lower), prob_upper=(dims, upper),
                    prob_best=(dims, best.mean(axis=0)))

@@ -38,6 +38,7 @@ from crowd_models.cli._output import (
     _write_fit,
     nuts_diagnostics,
     publish,
+    publish_file,
 )
 from crowd_models.models import _registry
 
@@ -362,9 +363,6 @@ def _print_results(args, plan, ann, table, items, confusion, coefficients, inter
 def run_predict(args) -> int:
     """``crowd-models predict FIT.nc FEATURES.csv``: each new item's class
     probabilities from the fit's classifier, written to ``--out``."""
-    import os
-    import tempfile
-
     import crowd_models as cm
     from crowd_models.cli._input import _read_csv, _sniff_sep
 
@@ -403,12 +401,8 @@ def run_predict(args) -> int:
                 for k, c in enumerate(classes):
                     table[f"prob_{c}{suffix}"] = pred[name].values[:, k]
         what = f"{len(classes)} classes"
-    folder = out.parent if str(out.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=folder)
-        with os.fdopen(fd, "w") as handle:
-            table.to_csv(handle)
-        os.replace(tmp, out)  # whole, or not at all
+        publish_file(out, table.to_csv)  # whole, or not at all
     except OSError as err:
         raise OutputError(f"--out {str(out)!r} cannot be written: "
                           f"{err.strerror or err}.") from None

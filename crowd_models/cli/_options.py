@@ -488,7 +488,7 @@ def _plan(args) -> _Plan:
     if args.method == "em" and not has_em:
         raise InputError(f"--variant {variant} of --model {model} has no EM; use --method map "
                          f"or --method nuts.")
-    record = _registry.cli_records().get((model, variant))
+    record = _RECORDS.get((model, variant))
     if args.method == "map" and record is not None and not record.has_mode:
         raise InputError(f"--variant {variant} of --model {model} has no posterior mode (the "
                          f"spread of its abilities shrinks to 0, where MAP stalls); use "

@@ -122,6 +122,25 @@ def publish(out: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
+def publish_file(out: Path, write: Callable[[Path], None]) -> None:
+    """Write one file beside ``out`` and move it into place whole (the one-file
+    :func:`publish`): ``out`` is the earlier file, or the new one complete,
+    never a part; a failure removes the new file."""
+    target = out.resolve()
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.writing-", dir=target.parent)
+    os.close(fd)
+    staging = Path(name)
+    try:
+        write(staging)
+        mask = os.umask(0)
+        os.umask(mask)
+        staging.chmod(0o666 & ~mask)  # as open() would have made it
+        os.replace(staging, target)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
 def _link_or_copy(src, dst) -> None:
     try:
         os.link(src, dst)

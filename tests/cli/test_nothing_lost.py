@@ -260,3 +260,28 @@ def test_every_fit_file_reloads_through_open_fit(earlier, method, capsys):
                                                 dtype={"item": str, "annotator": str}))
     np.testing.assert_allclose(cm.report.item_table(fit, ann)["prob_1"].to_numpy(),
                                items.loc[:, "prob_1"].to_numpy(), atol=1e-9)
+
+
+def test_a_single_file_is_replaced_whole_or_not_at_all(tmp_path):
+    """publish_file (crowd-models predict's --out): a write that fails half way
+    leaves the earlier file and no stray file; one that succeeds replaces it,
+    readable as a file open() would have made."""
+    import os
+
+    from crowd_models.cli._output import publish_file
+
+    out = tmp_path / "predictions.csv"
+    out.write_text("earlier\n")
+
+    def full(path):
+        path.write_text("half a")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        publish_file(out, full)
+    assert out.read_text() == "earlier\n" and sorted(os.listdir(tmp_path)) == [out.name]
+    publish_file(out, lambda path: path.write_text("new\n"))
+    assert out.read_text() == "new\n" and sorted(os.listdir(tmp_path)) == [out.name]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
