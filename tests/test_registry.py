@@ -260,19 +260,3 @@ def test_every_kind_of_fit_records_its_family_and_variant(rte, rte_model, plain_
     assert titles["laplace"] == "two-coin, MAP (Laplace intervals)"
     assert np.isfinite(map_fit.attrs["log_posterior"])
 
-
-def test_one_name_one_model():
-    """A --model name's default --variant is the variant its family's build_model and
-    em fit by default (issue 42: the command line's dawid-skene once meant pooled)."""
-    import importlib
-
-    from crowd_models.cli import _options
-
-    for model, variants in _options.VARIANTS.items():
-        if model == "auto" or not variants:
-            continue
-        module = importlib.import_module(_registry.cli_modules()[model])
-        keyword = _options._VARIANT_KEYWORD[model]
-        for function in (module.build_model, module.em):
-            assert inspect.signature(function).parameters[keyword].default == variants[0], (
-                model, function.__name__)

@@ -59,11 +59,10 @@ in increasing order) adds the latent ordinal model to the candidates; it has no
 EM, so a choice of it needs ``--method map`` or ``nuts``. Fits with features
 also write ``coefficients.csv``.
 
-Variants (``--variant``): dawid-skene ``full`` (default, the model
-``dawid_skene.em`` fits by default), ``one_coin``, ``hierarchical``,
-``pooled`` (each annotator's confusion rows pooled toward the population's,
-with a spread chosen by empirical Bayes, ``--spread`` to fix it); ordinal
-``cumulative`` (default), ``latent``; continuous
+Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
+confusion rows pooled toward the population's, with a spread chosen by
+empirical Bayes, ``--spread`` to fix it), ``full``, ``one_coin``,
+``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
 ``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
 item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
 ``latent`` and ``student_t`` have no EM: they are fitted by
@@ -298,8 +297,8 @@ def _parser() -> argparse.ArgumentParser:
                           "increasing order, e.g. ratings 1..5); adds the latent ordinal "
                           "model to the candidates (fitted by MAP: it has no EM)")
     fam.add_argument("--variant",
-                     help="variant of the family: dawid-skene full (default), one_coin, "
-                          "hierarchical, pooled; ordinal cumulative (default), latent; "
+                     help="variant of the family: dawid-skene pooled (default), full, "
+                          "one_coin, hierarchical; ordinal cumulative (default), latent; "
                           "continuous gaussian (default), student_t (the noise); "
                           "item-difficulty fixed (default), hierarchical (GLAD), irt, "
                           "irt_hierarchical (binary labels). hierarchical, irt_hierarchical, "

@@ -27,10 +27,11 @@ REPORT_FILES = ("annotators.csv", "items.csv", "coefficients.csv", "gold_confusi
 VARIANTS = {**_registry.cli_variants(), "auto": ()}
 """``--variant`` names per ``--model``, the default first (the families'
 ``VARIANTS``; for continuous, its ``NOISES``), from the registry
-(``models._registry``). ``--model dawid-skene`` means the full model, as
-``dawid_skene.em`` and ``build_model`` do: one name, one model (the pooled
-variant, more accurate on most bundled sets, loses up to 8 points on sparse
-crowds kept aside; ``--model auto`` compares it)."""
+(``models._registry``). The command line's Dawid-Skene
+default is the pooled variant (the Python function's is ``"full"``, the
+textbook model): on the bundled sets it is the more accurate (DEVELOPING.md,
+"Pooled Dawid-Skene"; chosen out of sample there too, benchmarks/README.md,
+"One name, one model")."""
 
 _VARIANT_KEYWORD = {r.cli: r.keyword for r in _registry.REGISTRY if r.cli and r.keyword}
 """The keyword of ``build_model``/``em`` that takes the variant."""
