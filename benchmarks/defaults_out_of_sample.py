@@ -12,16 +12,21 @@ The units: the eleven bundled categorical sets with gold (``SETS``: loaded as
 ``accuracy.py`` loads them, features dropped and every repeated (item,
 annotator) pair reduced to its first label; duchenne scored on its 159 items
 with gold), ``model_choice.py``'s ``--simulations`` scenarios and
-``dawid_skene.simulate_sparse_crowd`` ("sparse"), each with seeds 0, 1 and 2.
-``--only`` names units (a set, a scenario, or "sparse").
+``dawid_skene.simulate_sparse_crowd`` ("sparse"; and "sparse_spammers",
+:data:`SPAMMY`), each with seeds 0, 1 and 2. ``--only`` names units (a set, a
+scenario, "sparse" or "sparse_spammers").
 
 The rules (``RULES``), each an EM with the package's default priors, the same
 on every unit: majority vote (soft, ties split; argmax to the first class),
-full, one-coin and pooled Dawid-Skene, the spammer model (MACE), the
+full, one-coin and pooled Dawid-Skene (and pooled at a fixed spread of 1,
+"pooled s=1"), the spammer model (MACE), the
 item-difficulty model (GLAD, "fixed"), the community model (3 communities),
 the equal-weight average of the pooled and spammer item probabilities, and
 ``auto``: ``compare_models`` with its defaults and ``choose`` (criterion
-"sharing"), then the chosen candidate's EM; and one-coin Dawid-Skene and GLAD
+"sharing"), then the chosen candidate's EM; ``auto stacking`` and ``auto
+pseudo-BMA``: the same comparison's eligible candidates averaged with the weights
+``auto_fit(average=...)`` gives them (``auto.model_weights`` on the hidden
+labels' log scores), their EMs' item probabilities; and one-coin Dawid-Skene and GLAD
 with the class shares held at uniform ("one-coin uniform", "GLAD uniform": a
 prevalence concentration of :data:`UNIFORM`). ``--rules`` runs some of them (full
 DS and majority vote always: the criteria's references). The latent ordinal candidate is
@@ -50,13 +55,16 @@ Per held-out unit: the chosen rule, its accuracy, and its shortfall against
 full DS EM and against majority vote (positive: the rule is worse). Then per
 criterion the mean out-of-set accuracy (sets weighted equally) and the number
 of units where the chosen rule is below full DS EM by more than 0.01 or below
-majority vote. Nothing is cached.
+majority vote. ``--save FILE`` appends each unit's results to a file as
+the unit ends, and ``--load FILE ...`` reads them back instead of running
+those units again (so a long set can run on its own and join the table).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import time
 import warnings
@@ -74,8 +82,16 @@ SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "ad
         "relevance", "mozafari", "duchenne", "wsd")
 SEEDS = (0, 1, 2)
 SPARSE = "sparse"
-RULES = ("MV", "DS", "one-coin", "pooled", "spammer", "GLAD", "community",
-         "pooled+spammer", "auto", "one-coin uniform", "GLAD uniform")
+SPAMMY = "sparse_spammers"
+"""``dawid_skene.simulate_sparse_crowd`` with no heavy annotator, 460 light ones
+(2-6 labels each) and 40% of them spammers with habits of their own: the shape
+on which the pooled model's rows collapse into a catch-all class, as issue 42
+reports of a sparse crowd we do not have."""
+RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
+         "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "one-coin uniform",
+         "GLAD uniform")
+AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma"}
+"""The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
 UNIFORM = 1e5
 """The "uniform" rules' symmetric Dirichlet prevalence concentration: the class
 shares held at uniform (a symmetric-error model otherwise explains annotator
@@ -113,6 +129,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES) -> tuple[dict, dict, st
         "DS": lambda: dawid_skene.em(ann),
         "one-coin": lambda: dawid_skene.em(ann, variant="one_coin"),
         "pooled": lambda: dawid_skene.em(ann, variant="pooled"),
+        "pooled s=1": lambda: dawid_skene.em(ann, variant="pooled", spread=1.0),
         "spammer": lambda: spammer.em(ann),
         "GLAD": lambda: item_difficulty.em(ann),
         "community": lambda: community.em(ann, n_communities=3),
@@ -120,25 +137,40 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES) -> tuple[dict, dict, st
                                                    prevalence_prior=UNIFORM),
         "GLAD uniform": lambda: item_difficulty.em(ann, prevalence_prior=UNIFORM),
     }
-    needed = set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
+    averaging = [rule for rule in AVERAGED if rule in rules]
+    needed = (set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
+              | ({"pooled", "spammer", "GLAD"} if averaging else set()))
     prob, seconds, chosen = {}, {}, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # below-chance notes on crowds
         for rule, fit in fits.items():
             if rule in needed:
                 prob[rule], seconds[rule] = _timed(fit)
-        if "auto" not in rules:
+        if "auto" not in rules and not averaging:
             return _scored(prob, seconds, rules, ann, accuracy, chosen)
         t0 = time.perf_counter()
-        chosen = auto.choose(auto.compare_models(ann))
-        seconds["auto"] = time.perf_counter() - t0
-        if chosen in AUTO_RULE:
-            prob["auto"] = prob[AUTO_RULE[chosen]]
-            seconds["auto"] += seconds[AUTO_RULE[chosen]]
-        else:
-            prob["auto"], extra = _timed(lambda: auto.point_fit(chosen, ann))
-            seconds["auto"] += extra
+        table, points = auto.compare_models(ann, pointwise=True)
+        chosen = auto.choose(table)
+        scoring = time.perf_counter() - t0
+        candidate = {name: _candidate_prob(name, ann, prob, seconds) for name in table.index
+                     if table.at[name, "eligible"] or name == chosen}
+        prob["auto"], seconds["auto"] = candidate[chosen][0], scoring + candidate[chosen][1]
+        for rule in averaging:
+            weights = auto.model_weights(points[list(table.index[table["eligible"]])],
+                                         AVERAGED[rule])
+            weights = weights[weights >= auto.MIN_WEIGHT]  # as auto_fit(average=...)
+            weights /= weights.sum()
+            prob[rule] = sum(w * candidate[name][0] for name, w in weights.items())
+            seconds[rule] = scoring + sum(candidate[name][1] for name in weights.index)
     return _scored(prob, seconds, rules, ann, accuracy, chosen)
+
+
+def _candidate_prob(name: str, ann: cm.Annotations, prob: dict, seconds: dict):
+    """An ``auto`` candidate's item probabilities and seconds: a rule's fit already
+    made, or its point fit."""
+    if name in AUTO_RULE and AUTO_RULE[name] in prob:
+        return prob[AUTO_RULE[name]], seconds[AUTO_RULE[name]]
+    return _timed(lambda: auto.point_fit(name, ann))
 
 
 def _scored(prob, seconds, rules, ann, accuracy, chosen):
@@ -199,6 +231,22 @@ def out_of_set(accuracy: pd.DataFrame, groups=None, criterion: str = "mean", *,
     return pd.DataFrame.from_dict(rows, orient="index").loc[accuracy.index]
 
 
+def _load(paths, rules) -> dict:
+    """Units saved by ``--save`` with every rule asked for, their lines merged (a
+    later line's rules replace an earlier one's): unit -> (accuracies, seconds,
+    auto's candidate)."""
+    merged = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            acc, sec, chose = merged.setdefault(entry["unit"], ({}, {}, [None]))
+            acc.update(entry["accuracy"])
+            sec.update(entry["seconds"])
+            chose[0] = entry["chose"] or chose[0]
+    return {unit: ({r: acc[r] for r in rules}, {r: sec[r] for r in rules}, chose[0])
+            for unit, (acc, sec, chose) in merged.items() if set(rules) <= set(acc)}
+
+
 def units(only, simulations: bool, model_choice, load):
     """(name, set, loader) of every unit to run, in order."""
     chosen = [name for name in SETS if name in only]
@@ -206,42 +254,62 @@ def units(only, simulations: bool, model_choice, load):
         yield name, name, lambda name=name: load(name)
     if not simulations:
         return
-    for scenario in (*model_choice.SCENARIOS, SPARSE):
+    for scenario in (*model_choice.SCENARIOS, SPARSE, SPAMMY):
         if scenario not in only:
             continue
         for seed in SEEDS:
-            make = ((lambda seed=seed: dawid_skene.simulate_sparse_crowd(seed))
-                    if scenario == SPARSE else
-                    (lambda scenario=scenario, seed=seed:
-                     model_choice.simulated(scenario, np.random.default_rng(seed))))
+            if scenario == SPARSE:
+                make = lambda seed=seed: dawid_skene.simulate_sparse_crowd(seed)  # noqa: E731
+            elif scenario == SPAMMY:
+                make = lambda seed=seed: dawid_skene.simulate_sparse_crowd(  # noqa: E731
+                    seed, n_light=460, heavy=(), spam_share=0.4)
+            else:
+                make = (lambda scenario=scenario, seed=seed:  # noqa: E731
+                        model_choice.simulated(scenario, np.random.default_rng(seed)))
             yield f"{scenario}/{seed}", scenario, make
 
 
 def main(argv=None) -> None:
     model_choice = _module("model_choice")
     tools = model_choice._accuracy_tools()
-    every = (*SETS, *model_choice.SCENARIOS, SPARSE)
+    every = (*SETS, *model_choice.SCENARIOS, SPARSE, SPAMMY)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(every), choices=every,
-                        help="units to run: sets, scenarios (all their seeds), 'sparse'")
+                        help="units to run: sets, scenarios (all their seeds), 'sparse', "
+                             "'sparse_spammers'")
     parser.add_argument("--no-simulations", dest="simulations", action="store_false",
                         help="the bundled sets only")
     parser.add_argument("--rules", nargs="+", default=list(RULES), choices=RULES,
                         help="the rules to run and choose between (default: all); DS and MV "
                              "are always run (the criteria's references)")
+    parser.add_argument("--save", type=Path,
+                        help="append each unit's results to this file (JSON lines) as it ends")
+    parser.add_argument("--load", type=Path, nargs="+", default=[],
+                        help="files written by --save: their units (with every rule asked "
+                             "for) are read, not run again")
     args = parser.parse_args(argv)
     rules = tuple(r for r in RULES if r in {*args.rules, REFERENCE, BASELINE})
     start = time.perf_counter()
-    # one small crowd first, not shown: first calls' costs out of the timings
-    evaluate(dawid_skene.simulate_sparse_crowd(99, n_items=60, n_light=40, heavy=(30,)),
-             tools._accuracy, rules)
+    saved = _load(args.load, rules)
+    wanted = list(units(args.only, args.simulations, model_choice, tools.load))
+    if any(name not in saved for name, _, _ in wanted):
+        # one small crowd first, not shown: first calls' costs out of the timings
+        evaluate(dawid_skene.simulate_sparse_crowd(99, n_items=60, n_light=40, heavy=(30,)),
+                 tools._accuracy, rules)
     acc, sec, sets, chose = {}, {}, {}, {}
-    for name, group, make in units(args.only, args.simulations, model_choice, tools.load):
+    for name, group, make in wanted:
+        sets[name] = group
+        if name in saved:
+            acc[name], sec[name], chose[name] = saved[name]
+            continue
         t0 = time.perf_counter()
         acc[name], sec[name], chose[name] = evaluate(make(), tools._accuracy, rules)
-        sets[name] = group
         print(f"{name}: auto chose {chose[name]} ({time.perf_counter() - t0:.0f} s)"
               if chose[name] else f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
+        if args.save is not None:
+            with args.save.open("a") as out:
+                out.write(json.dumps({"unit": name, "accuracy": acc[name],
+                                      "seconds": sec[name], "chose": chose[name]}) + "\n")
     accuracy = pd.DataFrame(acc).T[list(rules)]
     seconds = pd.DataFrame(sec).T[list(rules)]
     groups = pd.Series(sets)

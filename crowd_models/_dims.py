@@ -10,6 +10,7 @@ THRESHOLD = "threshold"
 INNER_LEVEL = "inner_level"
 FEATURE_AUX = "feature_aux"
 COMMUNITY = "community"
+COMPONENT = "component"
 CHAIN = "chain"
 DRAW = "draw"
 

@@ -36,6 +36,22 @@ def posterior_of(fit) -> xr.Dataset:
     )
 
 
+def component_fits(fit) -> dict:
+    """An averaged fit's components (its ``components`` group), by name, each as the
+    kind of fit it was: a DataTree with a ``posterior`` group, or an EM Dataset with
+    its attrs. Empty for any other fit."""
+    if not (isinstance(fit, xr.DataTree) and "components" in fit.children):
+        return {}
+    parts = {}
+    for name, node in fit["components"].children.items():
+        if "posterior" in node.children:
+            parts[name] = node.copy(inherit=False)
+        else:
+            parts[name] = node.to_dataset(inherit=False)
+            parts[name].attrs = dict(node.attrs)
+    return parts
+
+
 def has_laplace(fit) -> bool:
     """Whether a fit carries Laplace draws (``fit_map(..., laplace=True)``)."""
     return isinstance(fit, xr.DataTree) and "laplace" in fit.children

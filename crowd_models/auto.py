@@ -48,6 +48,13 @@ chosen candidate's fit without refitting. Models with a parameter per item
 (the item-difficulty model's easiness) leave items out poorly: their Pareto
 k values are high, and the table counts them (``high_k``). DEVELOPING.md,
 "Choosing a family without gold", has the measurements behind the default.
+
+``auto_fit(average=...)`` averages the eligible candidates instead of choosing
+one: :func:`model_weights` weighs them by the same pointwise scores (stacking
+or pseudo-BMA+), and the result keeps every component's fit, so that each
+annotator table stays a model's (:func:`components`). It is an option, not
+the default: benchmarks/README.md, "defaults_out_of_sample.py", has the
+leave-one-set-out measurement.
 """
 
 from __future__ import annotations
@@ -57,7 +64,10 @@ from importlib import import_module
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
+from crowd_models import _dims as D
+from crowd_models._fits import SAMPLE_DIMS, component_fits, posterior_of
 from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing, warn
 from crowd_models.data import Annotations
@@ -108,6 +118,21 @@ iterations of :func:`crowd_models.sample`'s defaults; ``nuts=`` overrides them."
 
 SHARING = tuple(r.choice.name for r in _CHOICES if r.choice.sharing)
 """The candidates criterion ``"sharing"`` chooses among (when any is a candidate)."""
+
+AVERAGES = ("stacking", "pseudo-bma")
+"""How :func:`model_weights` (and ``auto_fit(average=...)``) weighs candidates by
+their pointwise held-out scores: ``"stacking"``, the weights on the simplex that
+maximise the summed log of the weighted predictive probabilities (Yao et al.
+2018), or ``"pseudo-bma"``, each candidate's summed log score exponentiated and
+normalised, averaged over Bayesian-bootstrap draws of the points (Yao et al.'s
+pseudo-BMA+)."""
+
+MIN_WEIGHT = 1e-3
+"""An average leaves out the candidates weighted below this (the other weights
+renormalised), so that a candidate the weights all but exclude is not fitted."""
+
+BOOTSTRAP_DRAWS = 1000
+"""Bayesian-bootstrap draws of ``"pseudo-bma"`` weights."""
 
 
 def family_of(name: str):
@@ -206,8 +231,8 @@ def _holdout_rows(annotations: Annotations, fraction: float, rng) -> np.ndarray:
 
 def compare_models(annotations: Annotations, *, candidates=None, criterion: str = "sharing",
                    ordered: bool = False, fraction: float | None = None,
-                   n_splits: int | None = None, rng=0,
-                   nuts: dict | None = None) -> pd.DataFrame:
+                   n_splits: int | None = None, rng=0, nuts: dict | None = None,
+                   pointwise: bool = False):
     """Score every candidate family on the labels alone (no gold is read).
 
     Parameters
@@ -235,10 +260,12 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     nuts : dict, optional
         Keywords of :func:`crowd_models.sample` for criterion ``"loo"``
         (default :data:`NUTS_DEFAULTS`, without a progress bar).
+    pointwise : bool, optional
+        Also return every scored point's log score (default False).
 
     Returns
     -------
-    pandas.DataFrame
+    pandas.DataFrame, or (pandas.DataFrame, pandas.DataFrame) with ``pointwise=True``
         One row per candidate, best score first: ``score`` (mean log
         probability of a hidden label), ``se``, ``dse`` (standard error of
         its difference from the best score, paired over the same hidden
@@ -255,7 +282,12 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
         items, ``p_loo`` (effective number of parameters), ``n_items`` and
         ``high_k`` (items whose Pareto k exceeds ArviZ's threshold, where the
         estimate is unreliable) in place of ``n_hidden``, and ``seconds`` (the
-        candidate's NUTS fit, its compile included).
+        candidate's NUTS fit, its compile included). With ``pointwise=True``
+        the second frame has a column per candidate and a row per scored point:
+        the log probability of each hidden label (the splits' labels one after
+        another; index ``hidden``, the label's row in the long table, which
+        repeats when splits share a label), or for ``"loo"`` each item's
+        PSIS-LOO log density (index ``item``). :func:`model_weights` reads it.
 
     Examples
     --------
@@ -264,16 +296,28 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     ...                   criterion="loo", nuts={"draws": 300, "tune": 300, "chains": 2})
     """
     names = _candidates(annotations, candidates, ordered)
+    if not isinstance(pointwise, bool | np.bool_):
+        raise TypeError(f"pointwise must be True or False, got {pointwise!r}.")
     if criterion not in CRITERIA:
         raise ValueError(f"criterion={criterion!r} is not one of {CRITERIA}.")
     if criterion == "loo":
         if fraction is not None or n_splits is not None:
             raise ValueError("fraction= and n_splits= set the held-out splits; criterion "
                              "'loo' leaves out items by PSIS and takes nuts= instead.")
-        return _loo_comparison(annotations, names, rng, nuts)[0]
-    if nuts is not None:
-        raise ValueError("nuts= sets the NUTS fits of criterion='loo'; the held-out "
-                         f"criteria fit by EM (criterion={criterion!r}).")
+        table, _, points = _loo_comparison(annotations, names, rng, nuts)
+    else:
+        if nuts is not None:
+            raise ValueError("nuts= sets the NUTS fits of criterion='loo'; the held-out "
+                             f"criteria fit by EM (criterion={criterion!r}).")
+        table, points = _heldout_comparison(annotations, names, criterion, fraction,
+                                            n_splits, rng)
+    return (table, points) if pointwise else table
+
+
+def _heldout_comparison(annotations: Annotations, names: list[str], criterion: str,
+                        fraction, n_splits, rng) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The held-out criteria's table, and each candidate's log probability of every
+    hidden label (a column per candidate; the splits' labels one after another)."""
     fraction = 0.1 if fraction is None else fraction
     n_splits = 3 if n_splits is None else n_splits
     if not (isinstance(fraction, float | int) and 0 < fraction <= 0.5):
@@ -283,12 +327,14 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     rng = np.random.default_rng(rng)
     scores = {name: [] for name in names}
     notes = {name: [] for name in names}  # per split fit: its UserWarnings' messages
+    rows_hidden = []
     for _ in range(n_splits):
         hidden = _holdout_rows(annotations, fraction, rng)
         if len(hidden) == 0:
             raise ValueError(
                 "no label can be held out: every item or annotator has a single label. "
                 "Held-out scores need items and annotators with two labels or more.")
+        rows_hidden.append(hidden)
         keep = np.ones(annotations.n_annotations, dtype=bool)
         keep[hidden] = False
         train = annotations.select(keep)  # every item and annotator keeps a label
@@ -315,7 +361,9 @@ def compare_models(annotations: Annotations, *, candidates=None, criterion: str 
     table.attrs["split_warnings"] = {name: sorted({m for ms in notes[name] for m in ms})
                                      for name in table.index if any(notes[name])}
     _warn_split_fits(table, n_splits)
-    return table
+    points = pd.DataFrame(per_label, columns=names,
+                          index=pd.Index(np.concatenate(rows_hidden), name="hidden"))
+    return table, points
 
 
 def _noted_fit(name: str, train: Annotations, notes: list):
@@ -360,7 +408,8 @@ def _finish_table(table: pd.DataFrame, names: list[str], n_classes: int,
 
 
 def _loo_comparison(annotations: Annotations, names: list[str], rng, nuts):
-    """The criterion-"loo" table and the candidates' NUTS fits, by name."""
+    """The criterion-"loo" table, the candidates' NUTS fits by name, and each item's
+    PSIS-LOO log density under each candidate."""
     import arviz as az
 
     if nuts is not None and not isinstance(nuts, dict):
@@ -391,7 +440,9 @@ def _loo_comparison(annotations: Annotations, names: list[str], rng, nuts):
     table = pd.DataFrame(rows).T[["score", "se", "dse", "p_loo", "n_items", "high_k",
                                   "seconds"]]
     table = table.astype({"n_items": int, "high_k": int})
-    return _finish_table(table, names, annotations.n_classes, "loo"), fits
+    points = pd.DataFrame(pointwise, columns=names,
+                          index=pd.Index(annotations.items, name="item"))
+    return _finish_table(table, names, annotations.n_classes, "loo"), fits, points
 
 
 def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
@@ -417,9 +468,109 @@ def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
                                  ascending=[True, False]).index[0])
 
 
+def model_weights(points: pd.DataFrame, method: str = "stacking", *, rng=0) -> pd.Series:
+    """Weights of candidates from their pointwise held-out log scores.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        One column per candidate, one row per scored point, each entry the log
+        probability (or density) the candidate gave the point (``compare_models(...,
+        pointwise=True)``'s second frame, or any such scores).
+    method : {"stacking", "pseudo-bma"}, optional
+        :data:`AVERAGES`. ``"stacking"`` maximises ``sum_i log sum_k w_k
+        exp(points[i, k])`` over the simplex (by the EM of mixture weights,
+        which climbs at every step). ``"pseudo-bma"``: ``softmax(n * sum_i
+        a_i points[i, k])`` averaged over :data:`BOOTSTRAP_DRAWS` Dirichlet(1,
+        ..., 1) draws ``a`` of the points' weights.
+    rng : int or numpy.random.Generator, optional
+        Seed of the bootstrap draws (``"pseudo-bma"`` only).
+
+    Returns
+    -------
+    pandas.Series
+        A weight per candidate (the columns), summing to 1.
+
+    Examples
+    --------
+    >>> from crowd_models import auto
+    >>> table, points = cm.compare_models(cm.datasets.load_rte(), n_splits=2, pointwise=True)
+    >>> auto.model_weights(points[["pooled", "spammer"]])
+    """
+    if method not in AVERAGES:
+        raise ValueError(f"method={method!r} is not one of {AVERAGES}.")
+    if not isinstance(points, pd.DataFrame) or points.shape[1] == 0 or len(points) == 0:
+        raise TypeError("points must be a DataFrame with a column per candidate and a row "
+                        "per scored point (compare_models(..., pointwise=True)).")
+    values = points.to_numpy(dtype=float)
+    if not np.all(np.isfinite(values) | (values == -np.inf)):
+        raise ValueError("points must be log scores: finite numbers or -inf (no NaN, no "
+                         "+inf).")
+    if method == "stacking":
+        weights = _stacking(values)
+    else:
+        draws = np.random.default_rng(rng).dirichlet(np.ones(len(values)), BOOTSTRAP_DRAWS)
+        totals = len(values) * draws @ np.maximum(values, -1e300)
+        totals -= totals.max(axis=1, keepdims=True)
+        each = np.exp(totals)
+        weights = (each / each.sum(axis=1, keepdims=True)).mean(axis=0)
+    return pd.Series(weights, index=points.columns, name="weight")
+
+
+def _stacking(values: np.ndarray, tol: float = 1e-12, max_iter: int = 100_000) -> np.ndarray:
+    """Stacking weights of (point, candidate) log scores by the EM of mixture weights
+    (each step: the mean responsibility of each candidate); stops when the mean log
+    score gains less than ``tol``."""
+    dens = np.exp(values - values.max(axis=1, keepdims=True))
+    weights = np.full(values.shape[1], 1 / values.shape[1])
+    last = -np.inf
+    for _ in range(max_iter):
+        mix = dens @ weights
+        value = float(np.mean(np.log(mix)))
+        if value - last < tol:
+            break
+        last = value
+        weights = weights * (dens / mix[:, None]).mean(axis=0)
+    return weights / weights.sum()
+
+
+def _final_fit(name: str, annotations: Annotations, method: str, fits: dict, rng):
+    """A chosen candidate's fit on all the labels, by ``method``."""
+    family, options = family_of(name)
+    if method == "em":
+        return family.em(annotations, **options)
+    if method == "nuts" and name in fits:
+        return fits[name]
+    if method == "nuts":
+        return sample(family.build_model(annotations, **options), progressbar=False,
+                      random_seed=int(np.random.default_rng(rng).integers(2**31)))
+    return fit_map(family.build_model(annotations, **options))
+
+
+def _averaged(annotations: Annotations, table: pd.DataFrame, points: pd.DataFrame,
+              average: str, method: str, fits: dict, rng) -> xr.DataTree:
+    """The average of the eligible candidates' fits, weighted by ``model_weights``."""
+    weights = model_weights(points[list(table.index[table["eligible"]])], average, rng=rng)
+    weights = weights[weights >= MIN_WEIGHT]
+    weights /= weights.sum()
+    missing = [name for name in weights.index if method == "em" and name in NO_EM]
+    if missing:
+        raise ValueError(f"the averaged candidate(s) {listing(missing)} have no EM; call "
+                         f"auto_fit with method='map' or 'nuts'.")
+    parts = {name: _final_fit(name, annotations, method, fits, rng) for name in weights.index}
+    prob = sum(float(weights[name]) * posterior_of(fit)["item_class_prob"].mean(SAMPLE_DIMS)
+               for name, fit in parts.items())
+    posterior = prob.expand_dims({d: [0] for d in SAMPLE_DIMS}).to_dataset()
+    root = xr.Dataset({"weight": (D.COMPONENT, weights.to_numpy())},
+                      coords={D.COMPONENT: list(weights.index)})
+    nodes = {f"components/{name}": fit if isinstance(fit, xr.DataTree) else xr.DataTree(fit)
+             for name, fit in parts.items()}
+    return xr.DataTree.from_dict({"/": root, "posterior": posterior, **nodes})
+
+
 def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sharing",
-             ordered: bool = False, method: str | None = None, tolerance: float = 2.0, rng=0,
-             **compare_options):
+             ordered: bool = False, method: str | None = None, tolerance: float = 2.0,
+             average: str | None = None, rng=0, **compare_options):
     """Score the candidates (:func:`compare_models`), then fit the chosen one.
 
     Parameters
@@ -436,6 +587,12 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         for criterion ``"loo"``, which returns the fit it scored).
     tolerance : float, optional
         See :func:`choose` (criterion ``"heldout"`` only).
+    average : {"stacking", "pseudo-bma"}, optional
+        Average the ``eligible`` candidates instead of choosing one: weights
+        from their pointwise scores (:func:`model_weights`; the hidden labels,
+        or the items for ``"loo"``), each candidate weighted at least
+        :data:`MIN_WEIGHT` fitted by ``method``, and their item posteriors
+        averaged. Default None: fit the chosen candidate.
 
     Returns
     -------
@@ -445,7 +602,15 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         ``"heldout"`` when asked for or when no candidate of :data:`SHARING` was
         given), ``attrs["ranking"]`` (the table as a list of records, best
         score first) and ``attrs["split_warnings"]`` (as in
-        :func:`compare_models`; empty for criterion ``"loo"``).
+        :func:`compare_models`; empty for criterion ``"loo"``). With
+        ``average``: a DataTree whose ``posterior`` holds the weighted mean
+        ``item_class_prob`` (one draw), whose root holds ``weight``
+        (``component``), and whose ``components`` group holds each component's
+        fit (:func:`components` gives them back); ``attrs["model"]`` is
+        ``"average"``, ``attrs["average"]`` the method and ``attrs["weights"]``
+        a dict. ``cm.report.item_table`` reads the average, and
+        ``cm.report.annotator_summary`` gives every component's table, indexed
+        by (component, annotator), with its ``weight``.
 
     Examples
     --------
@@ -456,39 +621,68 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         method = "nuts" if criterion == "loo" else "map"
     if method not in ("map", "em", "nuts"):
         raise ValueError(f"method must be 'map', 'em' or 'nuts', got {method!r}.")
+    if average is not None and average not in AVERAGES:
+        raise ValueError(f"average must be None (choose one candidate) or one of {AVERAGES}, "
+                         f"got {average!r}.")
     fits = {}
     if criterion == "loo":
         unknown = set(compare_options) - {"nuts"}
         if unknown:
             raise ValueError(f"criterion 'loo' takes nuts= but not {listing(sorted(unknown))} "
                              f"(options of the held-out criteria).")
-        table, fits = _loo_comparison(annotations,
-                                      _candidates(annotations, candidates, ordered), rng,
-                                      compare_options.get("nuts"))
+        table, fits, points = _loo_comparison(annotations,
+                                              _candidates(annotations, candidates, ordered),
+                                              rng, compare_options.get("nuts"))
     else:
-        table = compare_models(annotations, candidates=candidates, criterion=criterion,
-                               ordered=ordered, rng=rng, **compare_options)
-    chosen = choose(table, tolerance)
-    family, options = family_of(chosen)
-    if method == "em" and chosen in NO_EM:
-        raise ValueError(f"the chosen candidate {chosen!r} has no EM; call auto_fit with "
-                         f"method='map' or 'nuts' (the ranking: "
-                         f"{listing(list(table.index))}).")
-    if method == "em":
-        fit = family.em(annotations, **options)
-    elif method == "nuts" and chosen in fits:
-        fit = fits[chosen]
-    elif method == "nuts":
-        fit = sample(family.build_model(annotations, **options), progressbar=False,
-                     random_seed=int(np.random.default_rng(rng).integers(2**31)))
+        table, points = compare_models(annotations, candidates=candidates,
+                                       criterion=criterion, ordered=ordered, rng=rng,
+                                       pointwise=True, **compare_options)
+    if average is not None:
+        fit = _averaged(annotations, table, points, average, method, fits, rng)
+        chosen = "average"
+        fit.attrs.update(average=average,
+                         weights={str(k): float(v) for k, v in
+                                  zip(fit[D.COMPONENT].values, fit["weight"].values,
+                                      strict=True)})
     else:
-        fit = fit_map(family.build_model(annotations, **options))
+        chosen = choose(table, tolerance)
+        if method == "em" and chosen in NO_EM:
+            raise ValueError(f"the chosen candidate {chosen!r} has no EM; call auto_fit with "
+                             f"method='map' or 'nuts' (the ranking: "
+                             f"{listing(list(table.index))}).")
+        fit = _final_fit(chosen, annotations, method, fits, rng)
     fit.attrs.update(model=chosen, criterion=table.attrs["criterion"],
                      ranking=table.reset_index().to_dict("records"),
                      split_warnings=table.attrs.get("split_warnings", {}))
     return fit
 
 
-__all__ = ["BINARY", "CANDIDATES", "CRITERIA", "NO_EM", "NUTS_DEFAULTS", "ON_REQUEST",
-           "ORDERED", "SHARING", "auto_fit", "choose", "compare_models", "family_of",
-           "point_fit"]
+def components(fit) -> dict:
+    """The component fits of an average (``auto_fit(average=...)``), by name.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        An averaged fit, as returned or reloaded with :func:`crowd_models.open_fit`.
+
+    Returns
+    -------
+    dict
+        Candidate name -> its fit: a DataTree (MAP, NUTS) or, for an EM
+        component, an xarray Dataset, each with its own attrs, as
+        ``cm.report.annotator_summary`` reads them. Empty for a fit that is
+        not an average.
+
+    Examples
+    --------
+    >>> from crowd_models import auto
+    >>> fit = cm.auto_fit(cm.datasets.load_rte(), n_splits=2, average="stacking",
+    ...                   method="em")
+    >>> {name: part.attrs["family"] for name, part in auto.components(fit).items()}
+    """
+    return component_fits(fit)
+
+
+__all__ = ["AVERAGES", "BINARY", "BOOTSTRAP_DRAWS", "CANDIDATES", "CRITERIA", "MIN_WEIGHT",
+           "NO_EM", "NUTS_DEFAULTS", "ON_REQUEST", "ORDERED", "SHARING", "auto_fit", "choose",
+           "compare_models", "components", "family_of", "model_weights", "point_fit"]

@@ -83,7 +83,21 @@ def save_fit(fit, path, attrs: dict | None = None) -> None:
     """
     saved = fit.copy()
     saved.attrs = netcdf_attrs({**fit.attrs, **(attrs or {})})
+    for node in saved.subtree if isinstance(saved, xr.DataTree) else ():
+        encoded = netcdf_attrs(node.attrs)
+        if node is not saved and encoded["json_attrs"] != "[]":  # an average's components
+            node.attrs = encoded
     saved.to_netcdf(Path(path), engine=ENGINE)
+
+
+def _decoded(attrs) -> dict:
+    """Attributes as :func:`netcdf_attrs` stored them, decoded."""
+    attrs = dict(attrs)
+    encoded = json.loads(attrs.pop("json_attrs", "[]"))
+    for key in encoded:
+        if key != "stages" and isinstance(attrs.get(key), str):
+            attrs[key] = json.loads(attrs[key])
+    return attrs
 
 
 def open_fit(path):
@@ -116,11 +130,10 @@ def open_fit(path):
         tree.load()
     finally:
         tree.close()
-    attrs = dict(tree.attrs)
-    encoded = json.loads(attrs.pop("json_attrs", "[]"))
-    for key in encoded:
-        if key != "stages" and isinstance(attrs.get(key), str):
-            attrs[key] = json.loads(attrs[key])
+    attrs = _decoded(tree.attrs)
+    for node in tree.subtree:
+        if node is not tree and "json_attrs" in node.attrs:
+            node.attrs = _decoded(node.attrs)
     if "posterior" in tree.children:
         tree.attrs = attrs
         return tree

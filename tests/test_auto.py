@@ -208,7 +208,7 @@ def test_loo_criterion_scores_items_by_psis_and_returns_the_fit_it_scored():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fit = cm.auto_fit(ann, candidates=names, criterion="loo", nuts=nuts)
-        ours, fits = auto._loo_comparison(ann, names, 0, nuts)
+        ours, fits, points = auto._loo_comparison(ann, names, 0, nuts)
     table = pd.DataFrame(fit.attrs["ranking"]).set_index("candidate")
     assert fit.attrs["model"] == "spammer" and fit.attrs["criterion"] == "loo"
     assert fit.attrs["method"] == "nuts" and fit["posterior"].sizes["draw"] == 300
@@ -225,6 +225,11 @@ def test_loo_criterion_scores_items_by_psis_and_returns_the_fit_it_scored():
     assert ours.loc["one_coin", "dse"] == pytest.approx(arviz_table.loc["one_coin", "dse"])
     assert ours.loc["one_coin", "score"] - ours.loc["spammer", "score"] == pytest.approx(
         arviz_table.loc["one_coin", "elpd_diff"])
+    # the pointwise scores are the items' PSIS-LOO densities, and their stacking
+    # weights are ArviZ's (its compare stacks by default)
+    np.testing.assert_allclose(points.sum(), ours.loc[points.columns, "score"])
+    weights = auto.model_weights(points)
+    np.testing.assert_allclose(weights[arviz_table.index], arviz_table["weight"], atol=2e-3)
 
 
 def _two_class_crowd(n_adversarial: int):
@@ -255,3 +260,116 @@ def test_split_fits_warn_once_by_candidate(n_adversarial):
     for name in warned:
         assert f"{name} ({table.loc[name, 'warned_splits']} of 2)" in message
     assert all("below chance" in m for m in table.attrs["split_warnings"]["two_coin"])
+
+
+def _mixture_objective(values, weights):
+    return np.mean(np.log(np.exp(values) @ weights))
+
+
+def test_stacking_weights_maximise_the_mixed_score_and_recover_a_mixture():
+    """Stacking weights are the simplex point that maximises the mean log of the mixed
+    probabilities: checked against every point of a fine grid over the simplex, and
+    on points drawn from a known mixture of two densities, where they recover its
+    weight."""
+    rng = np.random.default_rng(3)
+    values = np.log(rng.dirichlet(np.ones(3), size=300))  # three candidates' probabilities
+    weights = auto.model_weights(pd.DataFrame(values, columns=list("abc")))
+    assert weights.sum() == pytest.approx(1) and (weights >= 0).all()
+    step = np.linspace(0, 1, 201)
+    grid = np.array([(a, b, 1 - a - b) for a in step for b in step if a + b <= 1 + 1e-12])
+    grid = np.clip(grid, 0, 1)
+    best = max(_mixture_objective(values, w) for w in grid)
+    assert _mixture_objective(values, weights.to_numpy()) >= best - 1e-9
+    # a mixture 0.3 N(0, 1) + 0.7 N(3, 1): the weight of the first density is found
+    x = np.where(rng.random(20000) < 0.3, rng.normal(0, 1, 20000), rng.normal(3, 1, 20000))
+    dens = pd.DataFrame({"left": -0.5 * x**2, "right": -0.5 * (x - 3) ** 2}) - 0.5 * np.log(
+        2 * np.pi)
+    assert auto.model_weights(dens)["left"] == pytest.approx(0.3, abs=0.015)
+
+
+def test_pseudo_bma_weights_follow_the_summed_scores():
+    """pseudo-BMA+: equal scores give equal weights, a clearly better candidate takes
+    nearly all, and a small difference gives the bootstrap's softened softmax."""
+    rng = np.random.default_rng(4)
+    base = np.log(rng.uniform(0.2, 0.9, 400))
+    equal = auto.model_weights(pd.DataFrame({"a": base, "b": base}), "pseudo-bma")
+    np.testing.assert_allclose(equal, [0.5, 0.5])
+    better = auto.model_weights(pd.DataFrame({"a": base, "b": base - 0.1}), "pseudo-bma")
+    assert better["a"] > 0.999
+    # b gains 1 nat in total on one point: without the bootstrap exp(1) / (1 + exp(1));
+    # the bootstrap spreads the total, pulling the weight toward a half
+    bump = base.copy()
+    bump[0] += 1.0
+    close = auto.model_weights(pd.DataFrame({"a": base, "b": bump}), "pseudo-bma", rng=1)
+    assert 0.5 < close["b"] < np.exp(1) / (1 + np.exp(1))
+    with pytest.raises(ValueError, match="method='bma' is not one of"):
+        auto.model_weights(pd.DataFrame({"a": base}), "bma")
+    with pytest.raises(ValueError, match="log scores: finite numbers or -inf"):
+        auto.model_weights(pd.DataFrame({"a": np.r_[base[1:], np.nan]}))
+    with pytest.raises(TypeError, match="a column per candidate"):
+        auto.model_weights(base)
+
+
+def test_auto_fit_averages_the_eligible_candidates(spam_crowd, tmp_path):
+    """average="stacking": the weights are model_weights of the eligible candidates'
+    held-out scores (those below MIN_WEIGHT left out), the posterior is the weighted
+    mean of their EMs' item posteriors, the annotator table is each component's own,
+    and the fit survives save_fit / open_fit."""
+    ann = spam_crowd
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = cm.auto_fit(ann, method="em", average="stacking")
+        table, points = cm.compare_models(ann, pointwise=True)
+    eligible = list(table.index[table["eligible"]])
+    expected = auto.model_weights(points[eligible])
+    expected = expected[expected >= auto.MIN_WEIGHT] / expected[
+        expected >= auto.MIN_WEIGHT].sum()
+    assert fit.attrs["model"] == "average" and fit.attrs["average"] == "stacking"
+    assert fit.attrs["weights"] == pytest.approx(expected.to_dict())
+    parts = auto.components(fit)
+    assert list(parts) == list(expected.index) and len(parts) >= 2, expected
+    mixed = 0
+    for name, part in parts.items():
+        family, options = auto.family_of(name)
+        direct = family.em(ann, **options)
+        np.testing.assert_allclose(part["item_class_prob"], direct["item_class_prob"])
+        mixed = mixed + expected[name] * direct["item_class_prob"].values[0, 0]
+    np.testing.assert_allclose(fit["posterior"]["item_class_prob"].values[0, 0], mixed,
+                               rtol=1e-12)
+    assert _accuracy(fit["posterior"], ann) >= min(
+        _accuracy(part, ann) for part in parts.values())
+    summary = cm.report.annotator_summary(fit)
+    for name, part in parts.items():
+        own = cm.report.annotator_summary(part)
+        pd.testing.assert_frame_equal(summary.loc[name, own.columns], own, check_names=False)
+        assert (summary.loc[name, "component_weight"] == expected[name]).all()
+    items = cm.report.item_table(fit, ann)
+    np.testing.assert_allclose(items[[c for c in items.columns if c.startswith("prob_")]],
+                               mixed)
+    path = tmp_path / "average.nc"
+    cm.save_fit(fit, path)
+    back = cm.open_fit(path)
+    assert back.attrs["weights"] == pytest.approx(fit.attrs["weights"])
+    pd.testing.assert_frame_equal(cm.report.annotator_summary(back), summary)
+    assert auto.components(two_coin.em(cm.datasets.load_rte())) == {}
+    with pytest.raises(ValueError, match="average must be None .* or one of"):
+        cm.auto_fit(ann, average="bma")
+    with pytest.raises(TypeError, match="pointwise must be True or False"):
+        cm.compare_models(ann, pointwise="yes")
+
+
+def test_save_fit_keeps_the_attributes_of_an_average_components(tmp_path):
+    """A component's attributes that netCDF cannot hold (lists, booleans, dicts, as a
+    NUTS fit's) are stored as JSON in its own group and read back as they were."""
+    import xarray as xr
+
+    part = xr.DataTree.from_dict({"posterior": xr.Dataset({"a": ("x", [1.0, 2.0])})})
+    part.attrs.update(chains=[0, 1], flag=True, options={"tune": 500}, method="nuts")
+    fit = xr.DataTree.from_dict({"posterior": xr.Dataset({"b": ("y", [0.5])}),
+                                 "components/nuts": part})
+    fit.attrs["weights"] = {"nuts": 1.0}
+    cm.save_fit(fit, tmp_path / "fit.nc")
+    back = cm.open_fit(tmp_path / "fit.nc")
+    assert back.attrs == {"weights": {"nuts": 1.0}}
+    assert auto.components(back)["nuts"].attrs == part.attrs
+    assert fit["components/nuts"].attrs == part.attrs  # the fit itself is untouched

@@ -934,14 +934,16 @@ def _design_per_annotator(labels_per_annotator, n_items, n_annotators, labels_pe
 def simulate_sparse_crowd(rng=None, *, n_items: int = 300, n_light: int = 420,
                           heavy=(150, 120, 100, 80, 60),
                           prevalence=(0.35, 0.25, 0.2, 0.12, 0.08),
-                          accuracy=(0.35, 0.85)) -> Annotations:
+                          accuracy=(0.35, 0.85), spam_share: float = 0.0) -> Annotations:
     """A sparse, many-annotator crowd: most annotators give 2-6 labels, a few many.
 
     Each annotator's accuracy is uniform on ``accuracy``; the rest of each row of
-    its confusion is spread over the other classes by a Dirichlet(1) draw. The
-    defaults are the shape of issue 42's sparse crowd (5 classes, 300 items, 420
-    light annotators and 5 heavy ones), which the tests and
-    ``benchmarks/pooled_sparse.py`` share.
+    its confusion is spread over the other classes by a Dirichlet(1) draw. A
+    share ``spam_share`` of the light annotators are spammers instead, each with
+    a habit of its own: the same row, a Dirichlet(2, ..., 2) draw, whatever the
+    true class. The defaults are the shape of issue 42's sparse crowd (5
+    classes, 300 items, 420 light annotators and 5 heavy ones), which the tests
+    and ``benchmarks/pooled_sparse.py`` share.
 
     Parameters
     ----------
@@ -955,6 +957,8 @@ def simulate_sparse_crowd(rng=None, *, n_items: int = 300, n_light: int = 420,
         The classes' shares (its length is the number of classes).
     accuracy : (float, float), optional
         The range of the annotators' accuracies.
+    spam_share : float, optional
+        The share of light annotators that are spammers (default 0), in [0, 1].
 
     Returns
     -------
@@ -965,7 +969,11 @@ def simulate_sparse_crowd(rng=None, *, n_items: int = 300, n_light: int = 420,
     --------
     >>> from crowd_models.models import dawid_skene
     >>> sim = dawid_skene.simulate_sparse_crowd(0)
+    >>> spammy = dawid_skene.simulate_sparse_crowd(0, heavy=(), spam_share=0.4)
     """
+    if not 0 <= spam_share <= 1:
+        raise ValueError(f"spam_share must be a share of the light annotators, in [0, 1]; "
+                         f"got {spam_share!r}.")
     rng = np.random.default_rng(rng)
     K, J = len(prevalence), n_light + len(heavy)
     acc = rng.uniform(accuracy[0], accuracy[1], J)
@@ -973,6 +981,10 @@ def simulate_sparse_crowd(rng=None, *, n_items: int = 300, n_light: int = 420,
     for j in range(J):
         for k in range(K):
             conf[j, k] = np.insert(rng.dirichlet(np.ones(K - 1)) * (1 - acc[j]), k, acc[j])
-    counts = np.r_[rng.integers(2, 7, n_light), heavy]
+    spammers = np.flatnonzero(rng.random(n_light) < spam_share) if spam_share else []
+    for j in spammers:
+        conf[j] = rng.dirichlet(np.full(K, 2.0))
+    counts = np.r_[rng.integers(2, 7, n_light), np.asarray(heavy, dtype=np.int64)].astype(
+        np.int64)
     return simulate(conf, n_items=n_items, prevalence=np.array(prevalence),
                     labels_per_annotator=counts, rng=rng)

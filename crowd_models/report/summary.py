@@ -13,6 +13,7 @@ from crowd_models._fits import (
     SAMPLE_DIMS,
     annotator_vector,
     check_ci_prob,
+    component_fits,
     draw_matrix,
     equal_tailed,
     has_laplace,
@@ -89,6 +90,15 @@ def _threshold_summary(fit, post: xr.Dataset, ci_prob: float, rank_by) -> pd.Dat
     return out
 
 
+def _average_summary(fit, ci_prob: float, rank_by: str | None) -> pd.DataFrame:
+    """:func:`annotator_summary` of an average: each component's table, with its weight."""
+    weights = dict(zip(fit[D.COMPONENT].values, fit["weight"].values, strict=True))
+    table = pd.concat({name: annotator_summary(part, ci_prob=ci_prob, rank_by=rank_by)
+                       for name, part in component_fits(fit).items()}, names=[D.COMPONENT])
+    table.insert(0, "component_weight", table.index.get_level_values(D.COMPONENT).map(weights))
+    return table
+
+
 def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) -> pd.DataFrame:
     """One row per annotator: mean, sd and interval of each quality measure.
 
@@ -111,6 +121,10 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
         community), ``community`` (each annotator's most probable community,
         its probabilities averaged over the draws) and ``community_prob`` (that
         probability); then ``n_labels`` (NaN when the fit does not record it).
+        For an average (``auto_fit(average=...)``): every component's table,
+        indexed by (``component``, ``annotator``), its columns those of any
+        component (NaN where a component lacks one), after a first column
+        ``component_weight``.
 
         Measures, in this order: ``sensitivity``, ``specificity`` and ``weight``
         = logit(sensitivity) + logit(specificity), the annotator's weight in the
@@ -201,6 +215,8 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     >>> cm.report.annotator_summary(fit, ci_prob=0.9).head()
     """
     ci_prob = check_ci_prob(ci_prob)
+    if component_fits(fit):
+        return _average_summary(fit, ci_prob, rank_by)
     fit = _with_draws(fit)
     post = posterior_of(fit)
     if "sensitivity" in post and D.THRESHOLD in post["sensitivity"].dims:

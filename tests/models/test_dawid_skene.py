@@ -470,6 +470,20 @@ def test_simulate_labels_per_annotator():
                     labels_per_annotator=np.r_[np.full(40, 3), 61])
 
 
+def test_sparse_crowd_with_spammers():
+    """spam_share: that share of the light annotators label by a habit of their own
+    (every row of their confusion the same); the others' diagonals are their
+    accuracies."""
+    sim = ds.simulate_sparse_crowd(3, n_light=200, heavy=(), spam_share=0.4)
+    conf = sim.truth["confusion"].values
+    constant = np.all(np.abs(conf - conf[:, :1]) < 1e-12, axis=(1, 2))
+    assert sim.n_annotators == 200 and 0.3 < constant.mean() < 0.5
+    assert np.all(np.diagonal(conf[~constant], axis1=1, axis2=2).min(axis=1) >= 0.35)
+    assert sorted(set(sim.n_labels())) == [2, 3, 4, 5, 6]
+    with pytest.raises(ValueError, match="spam_share must be a share"):
+        ds.simulate_sparse_crowd(0, spam_share=1.5)
+
+
 def test_pooled_newton_m_step_is_exact_in_a_few_steps_on_a_sparse_crowd():
     """The pooled M-step on the expected counts of issue 42's crowd shape (425
     annotators, a few of them heavy): Newton's method reaches the optimum, to
