@@ -45,6 +45,7 @@ FAST = [
     "report.summary.annotator_summary",
     "saved.open_fit",
     "selection.disagreement",
+    "sklearn.gold_scorer",
     "validation.replicate",
 ]
 LEFT_OUT = {

@@ -318,6 +318,91 @@ def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return weights / total, ll
 
 
+# ------------------------------------------- a black-box classifier in the EM
+CLASSIFIER_FLOOR = 1e-300
+"""The E-step's floor on a black-box classifier's probabilities: a class it
+gives probability 0 (or never saw) keeps a finite log prior, so the posterior
+stays defined (and that class's posterior is about 0)."""
+
+
+def check_classifier(classifier, annotations: Annotations, family: str) -> None:
+    """A ``classifier=`` that the EM can fit to soft labels, on annotations with
+    features; a ``TypeError``/``ValueError`` naming the fix otherwise."""
+    if annotations.features is None:
+        raise ValueError("classifier= needs annotations with features (the classifier "
+                         "learns the truth from them); give Annotations features=, or leave "
+                         f"classifier=None for {family} without features.")
+    if not (callable(getattr(classifier, "fit", None))
+            and callable(getattr(classifier, "predict_proba", None))):
+        raise TypeError(f"classifier must be a scikit-learn classifier with fit and "
+                        f"predict_proba, got {type(classifier).__name__}.")
+    try:
+        parameters = inspect.signature(classifier.fit).parameters.values()
+    except (TypeError, ValueError):  # a fit without a signature: let it try
+        return
+    if not any(p.name == "sample_weight" or p.kind is p.VAR_KEYWORD for p in parameters):
+        raise TypeError(
+            f"{type(classifier).__name__}.fit takes no sample_weight, which the EM needs to "
+            f"fit the soft labels (each item once per class, weighted by its posterior); "
+            f"use a classifier whose fit accepts sample_weight (LogisticRegression, "
+            f"HistGradientBoostingClassifier, RandomForestClassifier, ...).")
+
+
+def classifier_log_prior(classifier, features: np.ndarray, n_classes: int) -> np.ndarray:
+    """(item, class) log prior of the truth from a fitted classifier's
+    ``predict_proba``, its columns placed by ``classifier.classes_`` (the class
+    codes it was fitted on); a class it never saw gets :data:`CLASSIFIER_FLOOR`."""
+    proba = np.asarray(classifier.predict_proba(features), dtype=float)
+    seen = np.asarray(getattr(classifier, "classes_", np.arange(proba.shape[-1])))
+    if (proba.shape != (len(features), len(seen)) or seen.dtype.kind not in "iu"
+            or np.any((seen < 0) | (seen >= n_classes))):
+        raise ValueError(
+            f"{type(classifier).__name__}.predict_proba gave shape {proba.shape} for classes_ "
+            f"{listing(seen)}; the EM fits it to the class codes 0..{n_classes - 1} and needs "
+            f"one column per class it saw, in the order of classes_.")
+    prior = np.zeros((len(features), n_classes))
+    prior[:, seen] = proba
+    return np.log(np.maximum(prior, CLASSIFIER_FLOOR))
+
+
+def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates, log_confusion,
+                  *, tol: float, max_iter: int):
+    """Raykar et al.'s EM with a black-box classifier as the prior of the truth
+    (sec. 6.3), for any family whose annotators' M-step takes soft labels.
+
+    From the (item, class) soft labels ``prob``, each step fits the annotators'
+    parameters (``rates(annotations_without_features, prob)``, a dict) and the
+    classifier to the soft labels (every item once per class, that class's code
+    as its target, weighted by its posterior), then takes the E-step with
+    ``log_confusion(params)`` (annotator, true_class, label_class) and the
+    classifier's probabilities as the prior. A black-box M-step need not
+    maximise anything exactly, so it stops when the labels' marginal
+    log-likelihood moves by less than ``tol`` (plain EM, no extrapolation).
+    Returns (params, prob, per-item log-likelihood, steps run, converged); the
+    classifier is left fitted to the last soft labels but one.
+    """
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be a whole number >= 1, got {max_iter!r}.")
+    X = annotations.features
+    K = annotations.n_classes
+    rows, targets = np.tile(X, (K, 1)), np.repeat(np.arange(K), len(X))
+    plain = annotations.with_features(None)
+    previous, converged, n_iter = -np.inf, False, 0
+    while n_iter < max_iter:
+        n_iter += 1
+        params = rates(plain, prob)
+        classifier.fit(rows, targets, sample_weight=np.asarray(prob, dtype=float).T.ravel())
+        prior = classifier_log_prior(classifier, X, K)
+        prob, item_ll = posterior_from_joint(
+            item_joint_np(log_confusion(params), annotations) + prior)
+        loglik = float(item_ll.sum())
+        if abs(loglik - previous) < tol:
+            converged = True
+            break
+        previous = loglik
+    return params, prob, item_ll, n_iter, converged
+
+
 # --------------------------------------------------------- the EM output
 
 

@@ -696,6 +696,7 @@ def em(
     max_iter: int = 10_000,
     start=None,
     accelerate: bool = True,
+    classifier=None,
 ) -> xr.Dataset:
     """Dawid-Skene MAP-EM ("full", "one_coin" or "pooled"), from the majority-vote start.
 
@@ -721,6 +722,25 @@ def em(
     scalar ``confusion_spread``, without a conjugate approximation); attrs
     ``log_posterior``, ``log_likelihood``, ``n_iter`` (M-steps run), ``converged``.
 
+    ``classifier`` (full and one-coin variants, with features): any
+    scikit-learn classifier with ``fit(X, y, sample_weight=...)`` and
+    ``predict_proba`` in place of the softmax classifier (Raykar et al. sec.
+    6.3): each M-step fits it to the soft labels (every item K times, with
+    target the class code 0..K-1 and weight its posterior probability), and
+    the E-step takes its probabilities, placed by ``classifier.classes_``, as
+    the prior of the truth (a class it never predicts gets about 0). The
+    estimator is fitted in place: its final state predicts new items, with
+    class codes as its ``classes_``. Plain EM (no extrapolation) from
+    majority vote or ``start``, stopped when the labels' marginal
+    log-likelihood moves by less than ``tol`` (a black-box M-step need not
+    maximise exactly), with the not-converged warning after ``max_iter``
+    steps; the fit has no ``coef``/``intercept`` or ``prevalence``,
+    ``attrs["log_posterior"]`` is NaN (the classifier's regularisation is not
+    a prior here) and ``attrs["classifier"]`` names it. With
+    ``LogisticRegression(C=1 / coef_precision)`` (its intercept unpenalised:
+    ``intercept_precision`` near 0 here) it reaches the softmax classifier's
+    fixed point. ``fit_map`` and ``sample`` keep the softmax classifier.
+
     Examples
     --------
     >>> from crowd_models.models import dawid_skene
@@ -735,13 +755,15 @@ def em(
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, DEFAULT_PRIORS["spread_prior"],
                   coef_precision, intercept_precision)
-    spread = _pooled_spread(annotations, pri, variant, spread)
     if start is not None:
         start = np.asarray(start, dtype=float)
         if start.shape != (annotations.n_items, annotations.n_classes):
             raise ValueError(f"start must be (item, true_class) = "
                              f"({annotations.n_items}, {annotations.n_classes}) probabilities.")
         start = start / start.sum(axis=1, keepdims=True)
+    if classifier is not None:
+        return _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter)
+    spread = _pooled_spread(annotations, pri, variant, spread)
     if variant == "pooled":
         return _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate)
     if start is None:
@@ -756,7 +778,22 @@ def em(
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
-    loglik = float(item_ll.sum())
+    return C.em_dataset(
+        annotations, {**params, "item_class_prob": prob}, _DIMS,
+        extra=_conjugate(annotations, prob, pri, variant),
+        attrs={
+            "family": "dawid_skene", "variant": variant, "method": "em",
+            "log_likelihood": float(item_ll.sum()),
+            "log_posterior": _log_posterior(annotations, params, pri, variant),
+            "n_iter": n_iter, "converged": int(converged),
+        },
+        supports=_EM_SUPPORTS,
+    )
+
+
+def _conjugate(annotations, prob, pri, variant) -> dict:
+    """The EM fit's conjugate approximation given the soft labels ``prob`` (Dirichlet
+    rows, or one-coin Beta accuracies), and each annotator's label count."""
     counts = C.expected_counts(annotations, prob)
     extra = {"n_labels": ((D.ANNOTATOR,), annotations.n_labels())}
     if variant == "one_coin":
@@ -766,14 +803,28 @@ def em(
         extra["accuracy_beta"] = ((D.ANNOTATOR,), b + counts.sum(axis=(1, 2)) - correct)
     else:
         extra["confusion_alpha"] = (_DIMS["confusion"], pri["confusion"] + counts)
+    return extra
+
+
+def _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter) -> xr.Dataset:
+    """:func:`em` with a scikit-learn classifier as the prior of the truth."""
+    if variant not in ("full", "one_coin"):
+        raise ValueError(f"classifier= is for the full and one-coin variants, not "
+                         f"variant={variant!r}; use variant='full' or 'one_coin', or "
+                         f"classifier=None for the softmax classifier.")
+    C.check_classifier(classifier, annotations, "the Dawid-Skene model")
+    params, prob, item_ll, n_iter, converged = C.classifier_em(
+        annotations, classifier, majority_vote(annotations).values if start is None else start,
+        rates=lambda plain, soft: _m_step(plain, soft, pri, variant),  # prevalence unused
+        log_confusion=lambda prm: np.log(np.clip(prm["confusion"], C.PROB_FLOOR, 1)),
+        tol=tol, max_iter=max_iter)
+    params.pop("prevalence", None)
     return C.em_dataset(
-        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
-        attrs={
-            "family": "dawid_skene", "variant": variant, "method": "em",
-            "log_likelihood": loglik,
-            "log_posterior": _log_posterior(annotations, params, pri, variant),
-            "n_iter": n_iter, "converged": int(converged),
-        },
+        annotations, {**params, "item_class_prob": prob}, _DIMS,
+        extra=_conjugate(annotations, prob, pri, variant),
+        attrs={"family": "dawid_skene", "variant": variant, "method": "em",
+               "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
+               "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged)},
         supports=_EM_SUPPORTS,
     )
 

@@ -25,7 +25,6 @@ from scipy.special import expit, log_expit
 
 from crowd_models import _dims as D
 from crowd_models import _trust
-from crowd_models._text import warn
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
@@ -467,39 +466,16 @@ def em(
 
 def _classifier_em(annotations, pri, classifier, tol, max_iter) -> xr.Dataset:
     """:func:`em` with a scikit-learn classifier as the prior of the truth."""
-    if annotations.features is None:
-        raise ValueError("classifier= needs annotations with features (the classifier "
-                         "learns the truth from them).")
-    if not (hasattr(classifier, "fit") and hasattr(classifier, "predict_proba")):
-        raise TypeError(f"classifier must be a scikit-learn classifier with fit and "
-                        f"predict_proba, got {type(classifier).__name__}.")
-    X = annotations.features
-    n = len(X)
-    rows, targets = np.vstack([X, X]), np.repeat([0, 1], n)
-    mu = majority_vote(annotations).values[:, 1]
-    plain = annotations.with_features(None)  # the rates' M-step, without the GLM
-    previous, converged, n_iter = -np.inf, False, 0
-    while n_iter < max_iter:
-        n_iter += 1
-        params = _m_step(plain, mu, pri)  # sensitivity, specificity (and an unused prevalence)
-        classifier.fit(rows, targets, sample_weight=np.concatenate([1 - mu, mu]))
-        proba = classifier.predict_proba(X)
-        positive = proba[:, list(classifier.classes_).index(1)]
-        prior = np.log(np.clip(np.stack([1 - positive, positive], axis=1), 1e-300, 1))
-        log_conf = _log_confusion(params["sensitivity"], params["specificity"])
-        prob, item_ll = C.posterior_from_joint(C.item_joint_np(log_conf, annotations) + prior)
-        mu = prob[:, 1]
-        loglik = float(item_ll.sum())
-        if abs(loglik - previous) < tol:
-            converged = True
-            break
-        previous = loglik
+    C.check_classifier(classifier, annotations, "the two-coin model")
+    params, prob, item_ll, n_iter, converged = C.classifier_em(
+        annotations, classifier, majority_vote(annotations).values,
+        rates=lambda plain, soft: _m_step(plain, soft[:, 1], pri),  # prevalence unused
+        log_confusion=lambda prm: _log_confusion(prm["sensitivity"], prm["specificity"]),
+        tol=tol, max_iter=max_iter)
     params.pop("prevalence", None)
-    extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, mu, pri).items()}
+    extra = {k: ((D.ANNOTATOR,), v)
+             for k, v in _beta_posterior(annotations, prob[:, 1], pri).items()}
     extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())
-    if not converged:
-        warn(f"two_coin.em with classifier= stopped after max_iter={max_iter} EM steps without "
-             f"the labels' log-likelihood settling to tol={tol:g}; raise max_iter.")
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
         attrs={"family": "two_coin", "variant": "", "method": "em",

@@ -277,6 +277,79 @@ def test_bad_input(sim4):
             {"item": [1, 2], "annotator": [1, 1], "label": [0.5, 2.0]}), continuous=True))
 
 
+
+@pytest.mark.parametrize("variant", ["full", "one_coin"])
+def test_em_with_a_scikit_learn_classifier_reaches_the_softmax_fixed_point(sim4_features,
+                                                                            variant):
+    """Raykar sec. 6.3 for K classes: scikit-learn's multinomial logistic regression
+    minimises C * (the soft labels' log loss) + |W|^2 / 2 with an unpenalised
+    intercept, the softmax M-step's objective with coef_precision = 1 / C and a
+    flat intercept (a precision of 1e-10 here: the model needs a proper one).
+    Both have zero-sum coefficients at the optimum (the penalty picks them among
+    the shifts that leave the softmax unchanged), and the intercept of
+    scikit-learn's L-BFGS, started at 0, keeps its zero sum (its gradient sums to
+    0 over the classes), so coefficients and intercepts compare as they are (they
+    agree to 5e-7, the posteriors to 2e-6, at these tolerances)."""
+    linear_model = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+    glm = ds.em(sim4_features, variant=variant, coef_precision=2.0, intercept_precision=1e-10)
+    clf = linear_model.LogisticRegression(C=0.5, tol=1e-7, max_iter=10_000)
+    fit = ds.em(sim4_features, variant=variant, classifier=clf, tol=1e-7)
+    assert fit.attrs["converged"] and np.isnan(fit.attrs["log_posterior"])
+    assert "LogisticRegression" in fit.attrs["classifier"]
+    assert "coef" not in fit and "prevalence" not in fit
+    np.testing.assert_allclose(clf.coef_.T, glm["coef"].values[0, 0], atol=1e-4)
+    np.testing.assert_allclose(clf.intercept_, glm["intercept"].values[0, 0], atol=1e-4)
+    for name in ("confusion", "item_class_prob", "accuracy" if variant == "one_coin" else
+                 "confusion_alpha"):
+        np.testing.assert_allclose(fit[name].values, glm[name].values, atol=1e-4)
+    np.testing.assert_allclose(fit.attrs["log_likelihood"], glm.attrs["log_likelihood"],
+                               rtol=1e-8)
+    # the fitted classifier predicts new items as the softmax classifier does
+    new = np.random.default_rng(5).standard_normal((50, 3))
+    np.testing.assert_allclose(clf.predict_proba(new), cm.predict(glm, new)["prob"].values,
+                               atol=1e-4)
+
+
+def test_em_with_a_classifier_that_never_predicts_a_class(sim4_features):
+    """A classifier whose classes_ lack a class: that class's prior is the floor, so
+    its posterior is about 0 and every number stays finite."""
+    linear_model = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+
+    class WithoutLastClass(linear_model.LogisticRegression):
+        def fit(self, X, y, sample_weight=None):
+            keep = y != 2
+            return super().fit(X[keep], y[keep], sample_weight=sample_weight[keep])
+
+    fit = ds.em(sim4_features, classifier=WithoutLastClass(), tol=1e-6)
+    prob = fit["item_class_prob"].values[0, 0]
+    assert np.all(np.isfinite(prob)) and prob[:, 2].max() < 1e-100
+    np.testing.assert_allclose(prob.sum(axis=1), 1.0)
+    assert np.isfinite(fit.attrs["log_likelihood"])
+
+
+def test_em_with_a_classifier_bad_input(sim4, sim4_features):
+    pytest.importorskip("sklearn", reason="needs scikit-learn")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+
+    with pytest.raises(ValueError, match="needs annotations with features"):
+        ds.em(sim4, classifier=LogisticRegression())
+    with pytest.raises(TypeError, match="scikit-learn classifier with fit and predict_proba"):
+        ds.em(sim4_features, classifier=object())
+    with pytest.raises(TypeError, match="KNeighborsClassifier.fit takes no sample_weight"):
+        ds.em(sim4_features, classifier=KNeighborsClassifier())
+    with pytest.raises(ValueError, match="full and one-coin variants, not variant='pooled'"):
+        ds.em(sim4_features, variant="pooled", classifier=LogisticRegression())
+    with pytest.raises(ValueError, match="max_iter must be a whole number >= 1"):
+        ds.em(sim4_features, classifier=LogisticRegression(), max_iter=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = ds.em(sim4_features, classifier=LogisticRegression(), max_iter=2)
+    assert fit.attrs["n_iter"] == 2 and not fit.attrs["converged"]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "stopped after 2 iterations" in messages[0], messages
+    assert caught[0].filename == __file__  # the user's line
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["full", "hierarchical"])
 def test_nuts_recovers_confusions(variant):

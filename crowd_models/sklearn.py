@@ -1,0 +1,429 @@
+"""A scikit-learn face: a classifier learned from many noisy annotators.
+
+:class:`CrowdClassifier` is a scikit-learn estimator. Its ``fit(X, Y)`` takes
+the items' features ``X`` and the items x annotators label matrix ``Y`` (a
+missing entry, NaN, None or ``pandas.NA``, where an annotator did not label
+the item), and fits the truth, the annotators' quality and a classifier of the
+truth from the features together: Raykar et al. (2009), with the two-coin or
+the Dawid-Skene family's EM. The classifier is the family's own logistic
+(softmax) regression, or any scikit-learn classifier trained on the soft
+labels (``classifier=``, sec. 6.3). It predicts new items from their features
+alone, and it clones, pickles and sits at the end of a ``Pipeline``.
+
+A held-out fold's ``Y`` is crowd labels too, so the estimator's ``score``
+measures agreement with them; :func:`gold_scorer` scores against gold labels
+instead, in ``cross_val_score`` or a grid search.
+
+This module needs scikit-learn (the ``dev`` or ``case-studies`` extra);
+``import crowd_models`` does not load it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from crowd_models._text import listing
+from crowd_models.data import Annotations
+from crowd_models.models import _registry
+
+__all__ = ["CrowdClassifier", "gold_scorer"]
+
+FAMILIES = ("dawid_skene", "two_coin")
+"""The families :class:`CrowdClassifier` fits (the categorical ones with a
+classifier of the features and an EM)."""
+
+_PRIORS = ("coef_precision", "intercept_precision", "prevalence_prior", "confusion_prior",
+           "accuracy_prior", "sensitivity_prior", "specificity_prior")
+"""The prior keywords :class:`CrowdClassifier` passes on (each family takes some)."""
+
+CLASSIFIER_TOL = 1e-6
+"""The EM's ``tol`` (on the labels' log-likelihood) when a black-box
+``classifier`` is given and ``tol`` is left None: each step refits the
+classifier, so a looser rule than the family's default."""
+
+CLASSIFIER_MAX_ITER = 100
+"""The EM's ``max_iter`` when a black-box ``classifier`` is given and
+``max_iter`` is left None (a tree refitted to soft labels can cycle and never
+meet ``tol``: the fit then warns)."""
+
+
+class CrowdClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier learned from many noisy annotators, with their quality.
+
+    Parameters
+    ----------
+    family : {"dawid_skene", "two_coin"}, default "dawid_skene"
+        The annotator model: a confusion matrix per annotator (any number of
+        classes), or a sensitivity and specificity per annotator (two classes,
+        the second the positive one).
+    classifier : scikit-learn classifier or None, default None
+        None: the family's logistic (softmax) regression with its Gaussian prior
+        (``coef_precision``; standardise the features, e.g. a ``StandardScaler``
+        before it in a ``Pipeline``). Otherwise an estimator with
+        ``fit(X, y, sample_weight=)`` and ``predict_proba``, cloned and trained
+        on the soft labels at each EM step.
+    variant : str, default "full"
+        The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
+        ``classifier``); two-coin has none.
+    coef_precision, intercept_precision, prevalence_prior, confusion_prior, accuracy_prior, \
+sensitivity_prior, specificity_prior : optional
+        The family's prior keywords (see its ``build_model``); None takes the
+        family's default. A prior the family does not take must stay None.
+    tol, max_iter : optional
+        The EM's stopping rule; None takes the family's default (with a
+        ``classifier``: :data:`CLASSIFIER_TOL` on the labels' log-likelihood
+        and :data:`CLASSIFIER_MAX_ITER`).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels, in the order of ``predict_proba``'s columns.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray
+        The features' names, when ``X`` was a DataFrame with text column names.
+    truth_proba_ : ndarray (n_samples, n_classes)
+        Posterior probabilities of the training items' true classes.
+    annotators_ : pandas.DataFrame
+        Each annotator's quality with its 90% interval
+        (``crowd_models.report.annotator_summary`` of ``fit_``), indexed by the
+        columns of ``Y`` (annotators without a label in ``Y`` are left out).
+    fit_ : xarray.Dataset
+        The family's EM fit (``crowd_models.predict`` and the report read it).
+    n_iter_ : int
+        The EM steps run.
+    classifier_ : scikit-learn classifier or None
+        The fitted clone of ``classifier``.
+
+    Notes
+    -----
+    A 1-D ``y`` is read as one annotator's labels. One annotator cannot
+    identify its own quality (the fit warns and echoes the priors), but that
+    makes the estimator usable wherever scikit-learn expects a plain target;
+    its ``check_estimator`` passes (the test lists the checks that cannot
+    apply, and why). ``score(X, Y)`` is the share of the given labels that
+    the predictions agree with (the accuracy for a 1-D ``y``); score against
+    gold with :func:`gold_scorer`. For ``cross_val_score`` pass a splitter
+    (``cv=KFold(5, shuffle=True)``): scikit-learn cannot stratify a label
+    matrix with missing entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import two_coin
+    >>> from crowd_models.sklearn import CrowdClassifier
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+    >>> model = CrowdClassifier(family="two_coin").fit(ann.features, Y)
+    >>> model.predict_proba(np.zeros((2, 3)))
+    """
+
+    def __init__(self, family="dawid_skene", classifier=None, *, variant="full",
+                 coef_precision=None, intercept_precision=None, prevalence_prior=None,
+                 confusion_prior=None, accuracy_prior=None, sensitivity_prior=None,
+                 specificity_prior=None, tol=None, max_iter=None):
+        self.family = family
+        self.classifier = classifier
+        self.variant = variant
+        self.coef_precision = coef_precision
+        self.intercept_precision = intercept_precision
+        self.prevalence_prior = prevalence_prior
+        self.confusion_prior = confusion_prior
+        self.accuracy_prior = accuracy_prior
+        self.sensitivity_prior = sensitivity_prior
+        self.specificity_prior = specificity_prior
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def __sklearn_tags__(self):
+        """Two-coin fits take two classes only (scikit-learn's checks read this)."""
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = self.family != "two_coin"
+        return tags
+
+    def fit(self, X, Y):
+        """Fit the truth, the annotators and the classifier to crowd labels.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The items' features.
+        Y : array-like or DataFrame (n_samples, n_annotators), or (n_samples,)
+            Row i holds item i's labels, one column per annotator (its column
+            name is the annotator's id); NaN, None or ``pandas.NA`` where that
+            annotator gave none. Every item needs at least one label. A 1-D
+            ``y`` is one annotator's labels.
+
+        Returns
+        -------
+        CrowdClassifier
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from crowd_models.models import dawid_skene
+        >>> from crowd_models.sklearn import CrowdClassifier
+        >>> conf = [[[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]] * 4
+        >>> ann = dawid_skene.simulate(conf, n_items=200, n_features=2, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdClassifier().fit(ann.features, Y).annotators_.head()
+        """
+        module, options = self._em_options()
+        X = validate_data(self, X, reset=True, dtype=float)
+        matrix = _label_matrix(Y, len(X))
+        annotations = Annotations.from_wide(matrix, features=X)
+        if annotations.n_classes < 2:
+            raise ValueError(f"Y holds one class, {listing(annotations.classes)}; a classifier "
+                             f"needs labels of at least two classes.")
+        if self.family == "two_coin" and annotations.n_classes != 2:
+            raise ValueError(f"Only binary classification is supported by family='two_coin'; "
+                             f"Y holds {annotations.n_classes} classes "
+                             f"{listing(annotations.classes)}: use family='dawid_skene'.")
+        if self.classifier is not None:
+            options["classifier"] = clone(self.classifier)
+        self.fit_ = module.em(annotations, **options)
+        self.classifier_ = options.get("classifier")
+        self.classes_ = np.asarray(annotations.classes)
+        self.truth_proba_ = self.fit_["item_class_prob"].values[0, 0]
+        self.n_iter_ = int(self.fit_.attrs["n_iter"])
+        from crowd_models.report import annotator_summary
+
+        self.annotators_ = annotator_summary(self.fit_)
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities of new items from their features.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The new items' features, as in ``fit``.
+
+        Returns
+        -------
+        ndarray (n_samples, n_classes)
+            The columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from crowd_models.models import two_coin
+        >>> from crowd_models.sklearn import CrowdClassifier
+        >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300,
+        ...                         n_features=3, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdClassifier(family="two_coin").fit(ann.features, Y).predict_proba(np.ones((1, 3)))
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=float)
+        if self.classifier_ is None:
+            from crowd_models.prediction import predict
+
+            return predict(self.fit_, X)["prob"].values
+        proba = np.asarray(self.classifier_.predict_proba(X), dtype=float)
+        out = np.zeros((len(X), len(self.classes_)))
+        out[:, np.asarray(self.classifier_.classes_, dtype=int)] = proba  # fitted on codes
+        return out
+
+    def predict(self, X):
+        """The most probable class of each new item.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The new items' features, as in ``fit``.
+
+        Returns
+        -------
+        ndarray (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from crowd_models.models import two_coin
+        >>> from crowd_models.sklearn import CrowdClassifier
+        >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300,
+        ...                         n_features=3, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdClassifier(family="two_coin").fit(ann.features, Y).predict(np.ones((1, 3)))
+        """
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """The share of the given labels that the predictions agree with.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The items' features.
+        y : array-like or DataFrame (n_samples, n_annotators), or (n_samples,)
+            Crowd labels, a matrix as ``Y`` in ``fit`` (a 1-D ``y``: plain
+            accuracy).
+        sample_weight : array-like (n_samples,), optional
+            Weights of the items.
+
+        Returns
+        -------
+        float
+            Every present label counts once (times its item's weight). To score
+            against gold use :func:`gold_scorer`.
+
+        Examples
+        --------
+        >>> from crowd_models.models import two_coin
+        >>> from crowd_models.sklearn import CrowdClassifier
+        >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300,
+        ...                         n_features=3, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdClassifier(family="two_coin").fit(ann.features, Y).score(ann.features, Y)
+        """
+        predicted = self.predict(X)
+        matrix = _label_matrix(y, len(predicted))
+        present = matrix.notna().to_numpy()
+        agree = np.zeros(present.shape, dtype=bool)
+        rows = np.nonzero(present)[0]
+        agree[present] = matrix.to_numpy(dtype=object)[present] == predicted[rows]
+        weight = np.ones(len(predicted)) if sample_weight is None else np.asarray(
+            sample_weight, dtype=float)
+        return float((agree.sum(axis=1) * weight).sum() / (present.sum(axis=1) * weight).sum())
+
+    def _em_options(self):
+        """The family's module and the keywords of its em, checked."""
+        if self.family not in FAMILIES:
+            raise ValueError(f"family={self.family!r} is not one of {listing(FAMILIES)}.")
+        module = import_module(f"crowd_models.models.{self.family}")
+        takes = _registry.default_priors(self.family)
+        options = {}
+        for name in _PRIORS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name not in takes:
+                raise ValueError(
+                    f"{name}={value!r} is not a prior of family={self.family!r}, which takes "
+                    f"{listing(n for n in _PRIORS if n in takes)}; leave {name}=None.")
+            options[name] = value
+        if self.family == "dawid_skene":
+            options["variant"] = self.variant
+        elif self.variant != "full":
+            raise ValueError(f"variant={self.variant!r} is a Dawid-Skene variant; "
+                             f"family='two_coin' has none (leave variant='full').")
+        black_box = self.classifier is not None
+        tol = CLASSIFIER_TOL if black_box and self.tol is None else self.tol
+        max_iter = CLASSIFIER_MAX_ITER if black_box and self.max_iter is None else self.max_iter
+        options.update({k: v for k, v in (("tol", tol), ("max_iter", max_iter)) if v is not None})
+        return module, options
+
+
+def _label_matrix(Y, n_samples: int) -> pd.DataFrame:
+    """``Y`` as an items x annotators DataFrame indexed 0..n-1 (its rows are X's by
+    position), annotators without a label dropped; sklearn-style errors."""
+    if Y is None:
+        raise ValueError("CrowdClassifier requires y to be passed, but the target y is None: "
+                         "give Y, the items x annotators label matrix.")
+    if isinstance(Y, pd.Series):
+        matrix = Y.to_frame(name=0 if Y.name is None else Y.name)
+    elif isinstance(Y, pd.DataFrame):
+        matrix = Y
+    else:
+        values = np.asarray(Y, dtype=object) if not isinstance(Y, np.ndarray) else Y
+        if values.ndim == 1:
+            values = values[:, None]
+        if values.ndim != 2:
+            raise ValueError(f"Y must be an (n_samples, n_annotators) label matrix or a 1-D y, "
+                             f"got an array of shape {values.shape}.")
+        matrix = pd.DataFrame(values)
+    if len(matrix) != n_samples:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: X has "
+                         f"{n_samples} rows and Y {len(matrix)}; Y's rows are X's items.")
+    matrix = matrix.set_axis(pd.RangeIndex(n_samples), axis=0)
+    present = matrix.notna()
+    unlabelled = np.flatnonzero(~present.any(axis=1).to_numpy())
+    if len(unlabelled):
+        raise ValueError(f"Y has no label for {len(unlabelled)} sample(s) (rows "
+                         f"{listing(unlabelled.tolist())}); every item needs at least one "
+                         f"annotator's label: drop those rows from X and Y.")
+    matrix = matrix.loc[:, present.any(axis=0).to_numpy()]
+    values = pd.Series(matrix.to_numpy(dtype=object)[present.loc[:, matrix.columns]])
+    numeric = pd.to_numeric(values, errors="coerce")
+    if numeric.notna().all() and not np.all(numeric == np.round(numeric)):
+        raise ValueError("Unknown label type: continuous. CrowdClassifier takes class labels "
+                         "(integers or text); Y holds non-integer numbers.")
+    return matrix
+
+
+_METRICS = {"accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy_score}
+
+
+def gold_scorer(gold, metric="accuracy"):
+    """A scorer that scores a crowd-trained classifier against gold labels.
+
+    scikit-learn scores a held-out fold against its ``Y``, which for a crowd is
+    noisy labels. This scorer ignores ``Y`` and looks up each held-out item's
+    gold label by the index of ``X`` instead.
+
+    Parameters
+    ----------
+    gold : pandas.Series or array-like
+        Gold labels: a Series indexed by the item ids of ``X``'s index, or an
+        array aligned with the rows of the whole ``X`` given as a DataFrame
+        with the default index 0..n-1 (``pandas.DataFrame(X)``). NaN or None
+        where unknown: those items are left out of the score.
+    metric : {"accuracy", "balanced_accuracy", "neg_log_loss"} or callable, default "accuracy"
+        What to compute: a name, or ``metric(gold, predicted_labels)``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, X, Y=None)``, for ``scoring=`` in ``cross_val_score``,
+        ``cross_validate`` or ``GridSearchCV`` (greater is better).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.model_selection import KFold, cross_val_score
+    >>> from crowd_models.models import two_coin
+    >>> from crowd_models.sklearn import CrowdClassifier, gold_scorer
+    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
+    >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+    >>> X = pd.DataFrame(ann.features, index=Y.index)
+    >>> scorer = gold_scorer(ann.gold_series())
+    >>> cross_val_score(CrowdClassifier(family="two_coin"), X, Y, scoring=scorer,
+    ...                 cv=KFold(3, shuffle=True, random_state=0))
+    """
+    if not (callable(metric) or metric in (*_METRICS, "neg_log_loss")):
+        raise ValueError(f"metric={metric!r} is not one of "
+                         f"{listing([*_METRICS, 'neg_log_loss'])} or a callable "
+                         f"metric(gold, predicted).")
+    gold = gold.copy() if isinstance(gold, pd.Series) else pd.Series(
+        np.asarray(gold, dtype=object))
+
+    def scorer(estimator, X, Y=None):
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"gold_scorer finds each item's gold label by the index of X, a "
+                            f"DataFrame; got {type(X).__name__}. Pass X as a DataFrame "
+                            f"(pandas.DataFrame(X) numbers its rows 0..n-1, as an array "
+                            f"gold is).")
+        unknown = X.index.difference(gold.index)
+        if len(unknown):
+            raise ValueError(f"gold has no entry for {len(unknown)} item(s) of X "
+                             f"({listing(unknown.tolist())}); index gold by X's index.")
+        truth = gold.loc[X.index]
+        known = truth.notna().to_numpy()
+        if not known.any():
+            raise ValueError("none of these items has a gold label to score against.")
+        X, truth = X.loc[known], truth.loc[known].infer_objects().to_numpy()
+        if metric == "neg_log_loss":
+            return -log_loss(truth, estimator.predict_proba(X), labels=estimator.classes_)
+        score = _METRICS.get(metric, metric)
+        return float(score(truth, estimator.predict(X)))
+
+    return scorer
