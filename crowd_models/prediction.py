@@ -116,6 +116,10 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
     if not hasattr(module, "predict_draws"):
         raise ValueError(f"the {record.title} model has no classifier of the features to "
                          f"predict with.")
+    if "classifier" in fit.attrs:
+        raise ValueError(f"this {record.title} fit's classifier is the scikit-learn estimator "
+                         f"its em was given ({fit.attrs['classifier']}), fitted in place: "
+                         f"predict new items with that estimator's predict_proba.")
     if "coef" not in post or "intercept" not in post:
         raise ValueError(f"this {record.title} fit has no classifier: it was fitted without "
                          f"features. Refit with the items' features to predict new ones.")

@@ -96,6 +96,13 @@ def test_bad_input(sim_features, sim_plain):
         cm.predict(two_coin.em(sim_plain), NEW)
     with pytest.raises(ValueError, match="has no classifier of the features"):
         cm.predict(spammer.em(sim_plain), NEW)
+    sklearn = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        black_box = two_coin.em(sim_features, classifier=sklearn.LogisticRegression(),
+                                max_iter=3)
+    with pytest.raises(ValueError, match="that estimator's predict_proba"):
+        cm.predict(black_box, NEW)
     with pytest.raises(ValueError, match="ci_prob"):
         cm.predict(fit, NEW, ci_prob=1.5)
 
