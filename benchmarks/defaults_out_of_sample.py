@@ -26,7 +26,9 @@ the equal-weight average of the pooled and spammer item probabilities, and
 "sharing"), then the chosen candidate's EM; ``auto stacking`` and ``auto
 pseudo-BMA``: the same comparison's eligible candidates averaged with the weights
 ``auto_fit(average=...)`` gives them (``auto.model_weights`` on the hidden
-labels' log scores), their EMs' item probabilities; and one-coin Dawid-Skene and GLAD
+labels' log scores), their EMs' item probabilities; ``auto no pooled`` and
+``stacking no pooled``: the same with the pooled model left out of the eligible
+candidates; and one-coin Dawid-Skene and GLAD
 with the class shares held at uniform ("one-coin uniform", "GLAD uniform": a
 prevalence concentration of :data:`UNIFORM`). ``--rules`` runs some of them (full
 DS and majority vote always: the criteria's references). The latent ordinal candidate is
@@ -57,7 +59,9 @@ criterion the mean out-of-set accuracy (sets weighted equally) and the number
 of units where the chosen rule is below full DS EM by more than 0.01 or below
 majority vote. ``--save FILE`` appends each unit's results to a file as
 the unit ends, and ``--load FILE ...`` reads them back instead of running
-those units again (so a long set can run on its own and join the table).
+those units again (so a long set can run on its own and join the table);
+``--cache DIR`` keeps each unit's ``compare_models`` result, so that a rule
+added later reuses the same splits.
 """
 
 from __future__ import annotations
@@ -88,10 +92,14 @@ SPAMMY = "sparse_spammers"
 on which the pooled model's rows collapse into a catch-all class, as issue 42
 reports of a sparse crowd we do not have."""
 RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
-         "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "one-coin uniform",
-         "GLAD uniform")
-AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma"}
+         "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
+         "stacking no pooled", "one-coin uniform", "GLAD uniform")
+AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
+            "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
+WITHOUT_POOLED = ("auto no pooled", "stacking no pooled")
+"""The rules that leave the pooled model out of ``auto``'s eligible candidates (the
+same comparison, the others' scores)."""
 UNIFORM = 1e5
 """The "uniform" rules' symmetric Dirichlet prevalence concentration: the class
 shares held at uniform (a symmetric-error model otherwise explains annotator
@@ -120,10 +128,11 @@ def _timed(fit):
     return prob, seconds
 
 
-def evaluate(ann: cm.Annotations, accuracy, rules=RULES) -> tuple[dict, dict, str]:
+def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[dict, dict, str]:
     """Every rule's accuracy and seconds on one unit, and ``auto``'s candidate
     (None when ``rules`` leave it out). ``accuracy(prob, ann)``: the accuracy over
-    the items with gold."""
+    the items with gold. ``compare()``: ``compare_models(ann, pointwise=True)`` and
+    its seconds (default: run it)."""
     fits = {
         "MV": lambda: cm.majority_vote(ann).to_numpy(),
         "DS": lambda: dawid_skene.em(ann),
@@ -146,23 +155,40 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES) -> tuple[dict, dict, st
         for rule, fit in fits.items():
             if rule in needed:
                 prob[rule], seconds[rule] = _timed(fit)
-        if "auto" not in rules and not averaging:
+        if not {"auto", *averaging, *WITHOUT_POOLED} & set(rules):
             return _scored(prob, seconds, rules, ann, accuracy, chosen)
-        t0 = time.perf_counter()
-        table, points = auto.compare_models(ann, pointwise=True)
+        (table, points), scoring = (compare or (lambda: _timed_comparison(ann)))()
         chosen = auto.choose(table)
-        scoring = time.perf_counter() - t0
         candidate = {name: _candidate_prob(name, ann, prob, seconds) for name in table.index
                      if table.at[name, "eligible"] or name == chosen}
         prob["auto"], seconds["auto"] = candidate[chosen][0], scoring + candidate[chosen][1]
+        eligible = list(table.index[table["eligible"]])
+        others = [name for name in eligible if name != "pooled"] or eligible
+        best = table.loc[others, "score"].idxmax()
+        prob["auto no pooled"] = candidate[best][0]
+        seconds["auto no pooled"] = scoring + candidate[best][1]
         for rule in averaging:
-            weights = auto.model_weights(points[list(table.index[table["eligible"]])],
+            weights = auto.model_weights(points[others if rule in WITHOUT_POOLED else eligible],
                                          AVERAGED[rule])
             weights = weights[weights >= auto.MIN_WEIGHT]  # as auto_fit(average=...)
             weights /= weights.sum()
             prob[rule] = sum(w * candidate[name][0] for name, w in weights.items())
             seconds[rule] = scoring + sum(candidate[name][1] for name in weights.index)
     return _scored(prob, seconds, rules, ann, accuracy, chosen)
+
+
+def _timed_comparison(ann: cm.Annotations):
+    t0 = time.perf_counter()
+    return auto.compare_models(ann, pointwise=True), time.perf_counter() - t0
+
+
+def _cached_comparison(ann: cm.Annotations, path: Path):
+    """``_timed_comparison``, kept in ``path`` (a pickle) and read from it when there."""
+    if path.exists():
+        return pd.read_pickle(path)
+    result = _timed_comparison(ann)
+    pd.to_pickle(result, path)
+    return result
 
 
 def _candidate_prob(name: str, ann: cm.Annotations, prob: dict, seconds: dict):
@@ -287,7 +313,12 @@ def main(argv=None) -> None:
     parser.add_argument("--load", type=Path, nargs="+", default=[],
                         help="files written by --save: their units (with every rule asked "
                              "for) are read, not run again")
+    parser.add_argument("--cache", type=Path,
+                        help="a folder for each unit's compare_models result (and its "
+                             "seconds), read back when there: new rules without new splits")
     args = parser.parse_args(argv)
+    if args.cache is not None:
+        args.cache.mkdir(parents=True, exist_ok=True)
     rules = tuple(r for r in RULES if r in {*args.rules, REFERENCE, BASELINE})
     start = time.perf_counter()
     saved = _load(args.load, rules)
@@ -303,7 +334,11 @@ def main(argv=None) -> None:
             acc[name], sec[name], chose[name] = saved[name]
             continue
         t0 = time.perf_counter()
-        acc[name], sec[name], chose[name] = evaluate(make(), tools._accuracy, rules)
+        ann = make()
+        compare = None if args.cache is None else (
+            lambda ann=ann, name=name: _cached_comparison(
+                ann, args.cache / f"{name.replace('/', '_')}.pkl"))
+        acc[name], sec[name], chose[name] = evaluate(ann, tools._accuracy, rules, compare)
         print(f"{name}: auto chose {chose[name]} ({time.perf_counter() - t0:.0f} s)"
               if chose[name] else f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
         if args.save is not None:

@@ -19,8 +19,9 @@
 # spam-heavy crowd (3 of 10 annotators spam, two of them always saying "c").
 # For each, `crowd_models.compare_models` scores every categorical family on
 # held-out labels (no gold is read), and `auto.choose` takes the best score
-# among the families that explain disagreement by shared structure (pooled
-# Dawid-Skene, spammer, item difficulty; criterion "sharing"). We then show
+# among the families that explain disagreement by shared structure (spammer,
+# item difficulty; criterion "sharing"; the pooled Dawid-Skene model is scored
+# but not eligible, as its rows can collapse on sparse crowds). We then show
 # the chosen model's annotator table, GLAD's item easiness against how much
 # the crowd disagrees with gold, and posterior predictive checks (`cm.ppc`)
 # of the families on RTE.

@@ -195,5 +195,5 @@ def test_spammers_and_difficulty_runs_and_chooses_without_gold():
         "rte_ppc_pooled_dawid_skene.png", "rte_ppc_spammer.png",
         "rte_ppc_item_difficulty.png"])
     out = proc.stdout
-    assert "web search: chosen pooled" in out
+    assert "web search: chosen spammer" in out
     assert "spam-heavy (simulated): chosen spammer" in out

@@ -47,8 +47,8 @@ no features) draws each annotator's confusion around one of
 annotator's most probable ``community`` and that probability. ``--model auto``
 scores two-coin (two classes), Dawid-Skene full, one-coin and pooled, spammer
 and item-difficulty on held-out labels (``crowd_models.compare_models``, no
-gold read), prints the ranking and fits the best score among pooled, spammer
-and item-difficulty (criterion ``sharing`` of ``crowd_models.auto.choose``:
+gold read), prints the ranking and fits the best score among spammer and
+item-difficulty (criterion ``sharing`` of ``crowd_models.auto.choose``:
 label prediction alone can favour a model whose truth is worse); ``fit.nc``
 records the ranking. ``--criterion heldout`` takes the earlier rule (the fewest parameters per
 annotator within two standard errors of the best score), and ``--criterion
@@ -59,12 +59,13 @@ in increasing order) adds the latent ordinal model to the candidates; it has no
 EM, so a choice of it needs ``--method map`` or ``nuts``. Fits with features
 also write ``coefficients.csv``.
 
-Variants (``--variant``): dawid-skene ``pooled`` (default: each annotator's
-confusion rows pooled toward the population's, with a spread chosen by
-empirical Bayes, ``--spread`` to fix it), ``full``, ``one_coin``,
-``hierarchical``; ordinal ``cumulative`` (default), ``latent``; continuous
-``gaussian`` (default), ``student_t`` (the annotators' noise; ``--nu``);
-item-difficulty ``fixed`` (default), ``hierarchical``. ``hierarchical``,
+Variants (``--variant``): dawid-skene ``full`` (default, as in
+``dawid_skene.em``), ``one_coin``, ``hierarchical``, ``pooled`` (each
+annotator's confusion rows pooled toward the population's, with a spread
+chosen by empirical Bayes, ``--spread`` to fix it); ordinal ``cumulative``
+(default), ``latent``; continuous ``gaussian`` (default), ``student_t`` (the
+annotators' noise; ``--nu``); item-difficulty ``fixed`` (default),
+``hierarchical``. ``hierarchical``,
 ``latent`` and ``student_t`` have no EM: they are fitted by
 MAP (``--method map``) or NUTS from the model's majority-vote start, except
 item-difficulty ``hierarchical`` and ``irt_hierarchical``, whose abilities'
@@ -285,8 +286,8 @@ def _parser() -> argparse.ArgumentParser:
     fam = f.add_argument_group("model")
     fam.add_argument("--model", default="two-coin", choices=[*sorted(MODEL_NAMES), "auto"],
                      help="model family (default: two-coin); auto: chosen without gold by "
-                          "held-out labels among the pooled Dawid-Skene, spammer and "
-                          "item-difficulty families")
+                          "held-out labels among the spammer and item-difficulty "
+                          "families")
     fam.add_argument("--criterion", choices=["sharing", "heldout", "loo"],
                      help="--model auto: how the candidates are scored and chosen (default: "
                           "sharing; heldout: the fewest parameters within two standard errors "
@@ -297,8 +298,8 @@ def _parser() -> argparse.ArgumentParser:
                           "increasing order, e.g. ratings 1..5); adds the latent ordinal "
                           "model to the candidates (fitted by MAP: it has no EM)")
     fam.add_argument("--variant",
-                     help="variant of the family: dawid-skene pooled (default), full, "
-                          "one_coin, hierarchical; ordinal cumulative (default), latent; "
+                     help="variant of the family: dawid-skene full (default), one_coin, "
+                          "hierarchical, pooled; ordinal cumulative (default), latent; "
                           "continuous gaussian (default), student_t (the noise); "
                           "item-difficulty fixed (default), hierarchical (GLAD), irt, "
                           "irt_hierarchical (binary labels). hierarchical, irt_hierarchical, "

@@ -27,11 +27,10 @@ REPORT_FILES = ("annotators.csv", "items.csv", "coefficients.csv", "gold_confusi
 VARIANTS = {**_registry.cli_variants(), "auto": ()}
 """``--variant`` names per ``--model``, the default first (the families'
 ``VARIANTS``; for continuous, its ``NOISES``), from the registry
-(``models._registry``). The command line's Dawid-Skene
-default is the pooled variant (the Python function's is ``"full"``, the
-textbook model): on the bundled sets it is the more accurate (DEVELOPING.md,
-"Pooled Dawid-Skene"; chosen out of sample there too, benchmarks/README.md,
-"One name, one model")."""
+(``models._registry``). The Dawid-Skene default is the full variant, as
+in Python: leave one set out over the bundled sets and the simulations picks
+it over the pooled variant, whose rows collapse on sparse crowds of spammers
+(benchmarks/README.md, "One name, one model")."""
 
 _VARIANT_KEYWORD = {r.cli: r.keyword for r in _registry.REGISTRY if r.cli and r.keyword}
 """The keyword of ``build_model``/``em`` that takes the variant."""

@@ -116,9 +116,16 @@ def test_fit_dawid_skene_em(tmp_path, capsys):
     assert np.abs(table["accuracy_cat_mean"] - 0.8).max() < 0.12
     assert "accuracy_fox_upper" in capsys.readouterr().out
     assert (tmp_path / "out" / "annotators.png").stat().st_size > 0
-    # the default variant is the pooled one, with the empirical-Bayes spread
+    # the default variant is the full one, as dawid_skene.em's; pooled on request
     code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene",
-                 "--method", "em", "--out", str(tmp_path / "pooled")])
+                 "--method", "em", "--out", str(tmp_path / "default")])
+    assert code == 0
+    default = pd.read_csv(tmp_path / "default" / "annotators.csv", index_col=0)
+    pd.testing.assert_frame_equal(default, table)
+    with xr.open_datatree(tmp_path / "default" / "fit.nc", engine="h5netcdf") as saved:
+        assert saved.attrs["variant"] == "full"
+    code = main(["fit", str(tmp_path / "labels.csv"), "--model", "dawid-skene", "--variant",
+                 "pooled", "--method", "em", "--out", str(tmp_path / "pooled")])
     assert code == 0
     fit = dawid_skene.em(sim, variant="pooled")
     table = pd.read_csv(tmp_path / "pooled" / "annotators.csv", index_col=0)
@@ -709,7 +716,7 @@ def test_help_lists_every_option_with_the_family_defaults(capsys):
     assert "default: two-coin" in text and "(default: 1000)" in text
     # the variants are the families' own
     assert set(cli.VARIANTS["dawid-skene"]) == set(dawid_skene.VARIANTS)
-    assert cli.VARIANTS["dawid-skene"][0] == "pooled"  # the command line's default
+    assert cli.VARIANTS["dawid-skene"][0] == "full"  # the default, as in dawid_skene.em
     assert cli.VARIANTS["ordinal"] == ordinal.VARIANTS
     assert cli.VARIANTS["item-difficulty"] == item_difficulty.VARIANTS
     assert cli.VARIANTS["continuous"] == continuous.NOISES

@@ -92,8 +92,8 @@ CASES = [
     (["labels.tsv", *EM], r"probably separated by '\\t': pass --sep '\\t'"),
     (["labels.csv", *EM, "--variant", "full"], r"--model two-coin has no variants"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "latent"],
-     r"--variant 'latent' is not a variant of --model dawid-skene; choose one of pooled, "
-     r"full, one_coin, hierarchical"),
+     r"--variant 'latent' is not a variant of --model dawid-skene; choose one of full, "
+     r"one_coin, hierarchical, pooled"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "hierarchical"],
      r"--variant hierarchical of --model dawid-skene has no EM; use --method map"),
     (["labels.csv", *EM, "--model", "ordinal", "--variant", "latent"],
@@ -106,10 +106,10 @@ CASES = [
      r"--confusion-prior applies to --model dawid-skene --variant full, not --model two-coin"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--accuracy-prior", "3,2"],
      r"--accuracy-prior applies to --model dawid-skene --variant one_coin, not --model "
-     r"dawid-skene --variant pooled"),
+     r"dawid-skene --variant full"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--sensitivity-prior", "3,2"],
      r"--sensitivity-prior applies to --model two-coin or --model ordinal --variant "
-     r"cumulative, not --model dawid-skene --variant pooled"),
+     r"cumulative, not --model dawid-skene --variant full"),
     (["labels.csv", *EM, "--sensitivity-prior", "0.5,2"],
      r"--sensitivity-prior '0.5,2': a Beta prior needs A >= 1 and B >= 1"),
     (["labels.csv", *EM, "--sensitivity-prior", "3"],
@@ -178,7 +178,7 @@ CASES = [
      r"--positive 'yes' is not one of the classes \[0, 1\]; name one of them"),
     (["three.csv", *EM, "--model", "dawid-skene", "--positive", "x"],
      r"--positive names the positive class of a binary model .*--model dawid-skene "
-     r"--variant pooled has no positive class"),
+     r"--variant full has no positive class"),
     (["labels.csv", *EM, "--gold", "gold_text.csv"],
      r"none of the 40 item ids of the gold file '.*gold_text.csv' \(column 'item', e.g. id0, "
      r"id1, id2\) is an item id of the labels \(e.g. 0, 1, 2\); check --gold-item"),
