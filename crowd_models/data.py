@@ -46,18 +46,27 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._exports import checked_wide, read_export, wide_to_long
 from crowd_models._parsing import (
-    DUPLICATES,
     check_roles,
+    code_dtype,
     parse_features,
     parse_gold,
     parse_ids,
     parse_labels,
-    repeats_handled,
     same_class,
 )
+from crowd_models._repeats import DUPLICATES, repeats_handled
 from crowd_models._text import examples, listing, warn
 
 __all__ = ["Annotations"]
+
+
+def _count(codes: np.ndarray, n: int, block: int = 1 << 20) -> np.ndarray:
+    """``np.bincount(codes, minlength=n)`` a block of rows at a time: bincount widens
+    narrow codes to int64, which for the whole table is an 80 MB copy at 10^7 labels."""
+    counts = np.zeros(n, dtype=np.int64)
+    for start in range(0, len(codes), block):
+        counts += np.bincount(codes[start:start + block], minlength=n)
+    return counts
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,10 +76,13 @@ class Annotations:
     Attributes
     ----------
     item_idx, annotator_idx : int arrays, shape (annotation,)
-        Codes into ``items`` and ``annotators``.
+        Codes into ``items`` and ``annotators``, each in the narrowest signed
+        integer type that holds them (``int8`` up to 127 ids, then ``int16``,
+        ``int32``): cast to ``np.int64`` before arithmetic that can outgrow it,
+        such as ``item_idx * n_annotators``.
     labels : array, shape (annotation,)
-        Integer codes into ``classes`` for categorical labels, floats for
-        continuous labels (then ``classes is None``).
+        Integer codes into ``classes`` for categorical labels (narrowest type,
+        as above), floats for continuous labels (then ``classes is None``).
     items, annotators : pandas.Index
         The user's ids in code order.
     classes : pandas.Index or None
@@ -94,6 +106,19 @@ class Annotations:
     feature_names: pd.Index | None = None
     gold: np.ndarray | None = None
     truth: xr.Dataset | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # integer codes in the narrowest type that holds them (int8 for a few classes,
+        # int32 for a million items): at 10^7 labels 70 MB rather than int64's 240 MB
+        sizes = {"item_idx": len(self.items), "annotator_idx": len(self.annotators)}
+        if self.classes is not None:
+            sizes["labels"] = len(self.classes)
+        for name, n in sizes.items():
+            codes = np.asarray(getattr(self, name))
+            if codes.dtype.kind in "iub" and (codes.size == 0 or (
+                    codes.min() >= 0 and codes.max() < n)):  # out of range: left to fail
+                codes = codes.astype(code_dtype(n), copy=False)
+            object.__setattr__(self, name, codes)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -415,8 +440,8 @@ class Annotations:
         feats, feature_names = parse_features(features, items, strip=strip)
         gold_arr = parse_gold(gold, items, classes, strip=strip)
         return cls(
-            item_idx=np.asarray(item_idx, dtype=np.int64),
-            annotator_idx=np.asarray(annotator_idx, dtype=np.int64),
+            item_idx=item_idx,
+            annotator_idx=annotator_idx,
             labels=labels,
             items=items,
             annotators=annotators,
@@ -472,13 +497,13 @@ class Annotations:
 
     def n_labels(self) -> np.ndarray:
         """Number of labels each annotator gave (repeats counted), annotator order."""
-        return np.bincount(self.annotator_idx, minlength=self.n_annotators)
+        return _count(self.annotator_idx, self.n_annotators)
 
     def class_counts(self) -> np.ndarray:
         """(item, class) matrix of label counts (repeats counted)."""
-        flat = self.item_idx * self.n_classes + self.labels
-        counts = np.bincount(flat, minlength=self.n_items * self.n_classes)
-        return counts.reshape(self.n_items, self.n_classes)
+        # a count per class: no int64 (item, label) key as long as the table
+        return np.stack([_count(self.item_idx[self.labels == k], self.n_items)
+                         for k in range(self.n_classes)], axis=1)
 
     def gold_series(self) -> pd.Series:
         """Gold labels by item id (user's class names), unknown items dropped."""
@@ -574,8 +599,8 @@ class Annotations:
         ann_keep, ann_idx = np.unique(self.annotator_idx[rows], return_inverse=True)
         return replace(
             self,
-            item_idx=item_idx.astype(np.int64),
-            annotator_idx=ann_idx.astype(np.int64),
+            item_idx=item_idx,
+            annotator_idx=ann_idx,
             labels=self.labels[rows],
             items=self.items[item_keep],
             annotators=self.annotators[ann_keep],
