@@ -42,13 +42,55 @@ def _is_text(values) -> bool:
     return values.dtype == object or pd.api.types.is_string_dtype(values)
 
 
+def code_dtype(n: int) -> np.dtype:
+    """The narrowest signed integer type that holds the codes 0 .. n - 1 (and -1)."""
+    return np.dtype(next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                         if n - 1 <= np.iinfo(t).max))
+
+
+def _in_arrow(col: pd.Series) -> bool:
+    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow"
+
+
+def _give_back(col: pd.Series) -> None:
+    """Return to the system what pyarrow's pool kept from parsing a long text column
+    (150 MB at 10^7 rows, which it would otherwise hold through the fit)."""
+    if len(col) >= 1_000_000 and _in_arrow(col):
+        import pyarrow
+
+        pyarrow.default_memory_pool().release_unused()
+
+
+def _factorize(col: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(col)``: codes in order of first appearance and the distinct
+    values. A pyarrow-backed text column goes through pyarrow's dictionary encoding
+    as pandas' does, but keeps its int32 codes (pandas widens them to int64: a 240 MB
+    peak at 10^7 rows)."""
+    if _in_arrow(col):
+        chunked = col.array.__arrow_array__()
+        if chunked.num_chunks and chunked.null_count == 0:
+            encoded = chunked.dictionary_encode().combine_chunks()
+            codes = np.array(encoded.indices.to_numpy())  # numpy's own memory
+            return codes, pd.Index(pd.array(encoded.dictionary, dtype=col.dtype))
+    codes, ids = pd.factorize(col, sort=False)
+    return codes, pd.Index(ids)
+
+
 def _strip(values: pd.Series) -> pd.Series:
-    """Strip surrounding whitespace from the strings; other values are kept."""
+    """Strip surrounding whitespace from the strings; other values are kept. Each
+    distinct string of an object column is stripped once (no Python per row)."""
     if pd.api.types.is_string_dtype(values) and values.dtype != object:
         return values.str.strip()
-    if values.dtype == object:
-        return values.map(lambda v: v.strip() if isinstance(v, str) else v)
-    return values
+    if values.dtype != object:
+        return values
+    codes, uniques = pd.factorize(values)
+    text = np.flatnonzero([isinstance(v, str) for v in uniques])
+    rows = np.flatnonzero(np.isin(codes, text))  # other values stay as they are
+    out = values.to_numpy(dtype=object, copy=True)
+    stripped = np.empty(len(uniques), dtype=object)
+    stripped[text] = [uniques[t].strip() for t in text]
+    out[rows] = stripped[codes[rows]]
+    return pd.Series(out, index=values.index, name=values.name)
 
 
 def strip_index(index: pd.Index) -> pd.Index:
@@ -227,8 +269,8 @@ def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
         )
     if strip:
         col = _strip(col)
-    codes, ids = pd.factorize(col, sort=False)
-    ids = pd.Index(ids)
+    codes, ids = _factorize(col)
+    codes = codes.astype(code_dtype(len(ids)), copy=False)
     blank = _blank(ids)
     if blank.any():
         on = np.isin(codes, np.flatnonzero(blank))
@@ -238,90 +280,8 @@ def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
             f"label). Fill in or drop those rows first."
         )
     _warn_near_duplicates(ids, what, f"{role}s")
+    _give_back(col)
     return codes, ids
-
-
-DUPLICATES = ("warn", "keep", "drop", "error")
-"""What :meth:`crowd_models.Annotations.from_frame` does with repeated labels: keep
-every row and warn (default), keep them silently, drop exact repeats, or refuse."""
-
-
-def repeated_labels(item_idx: np.ndarray, annotator_idx: np.ndarray, labels: np.ndarray,
-                    n_annotators: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows that repeat an earlier row's (item, annotator, label) exactly, and rows of
-    (item, annotator) pairs that hold more than one distinct label.
-
-    Both are boolean masks over the rows; every row of a conflicting pair is marked.
-    Only the rows of pairs seen twice are grouped, so a table without repeated pairs
-    costs one hash pass.
-    """
-    pair = item_idx.astype(np.int64) * np.int64(n_annotators) + annotator_idx
-    twice = pd.Series(pair).duplicated(keep=False).to_numpy()
-    repeat = np.zeros(len(pair), dtype=bool)
-    conflict = np.zeros(len(pair), dtype=bool)
-    if not twice.any():
-        return repeat, conflict
-    rows = np.flatnonzero(twice)
-    sub = pd.DataFrame({"pair": pair[rows], "label": labels[rows]})
-    repeat[rows] = sub.duplicated().to_numpy()
-    n_distinct = sub.groupby("pair")["label"].transform("nunique").to_numpy()
-    conflict[rows] = n_distinct > 1
-    return repeat, conflict
-
-
-def _pair_examples(rows, item_idx, annotator_idx, labels, items, annotators, classes,
-                   n: int = 3) -> str:
-    """A few (item, annotator) pairs among ``rows``, each with its labels."""
-    shown = []
-    for pair in pd.unique(item_idx[rows] * len(annotators) + annotator_idx[rows])[:n]:
-        i, a = divmod(int(pair), len(annotators))
-        values = labels[(item_idx == i) & (annotator_idx == a)]
-        names = values if classes is None else classes[values]
-        shown.append(f"item {short_repr(items[i])}, annotator {short_repr(annotators[a])}: "
-                     f"{', '.join(short_repr(v) for v in names)}")
-    return "; ".join(shown)
-
-
-def repeats_handled(item_idx, annotator_idx, labels, items, annotators, classes,
-                     duplicates: str):
-    """Warn of (or refuse) repeated labels as ``duplicates`` says; the rows to keep when
-    some are dropped (None: every row)."""
-    repeat, conflict = repeated_labels(item_idx, annotator_idx, labels, len(annotators))
-    context = (item_idx, annotator_idx, labels, items, annotators, classes)
-    messages = []
-    if repeat.any():
-        n_pairs = len(pd.unique(item_idx[repeat] * len(annotators) + annotator_idx[repeat]))
-        messages.append(
-            f"{repeat.sum()} row(s) repeat an earlier row's item, annotator and label exactly "
-            f"({n_pairs} pair(s), e.g. {_pair_examples(repeat, *context)})")
-    if conflict.any():
-        n_pairs = len(pd.unique(item_idx[conflict] * len(annotators)
-                                + annotator_idx[conflict]))
-        messages.append(
-            f"{n_pairs} (item, annotator) pair(s) have different labels on {conflict.sum()} "
-            f"row(s) (e.g. {_pair_examples(conflict, *context)})")
-    if not messages:
-        return None
-    text = "; ".join(messages)
-    if duplicates == "error":
-        raise ValueError(
-            f"{text}. Pass duplicates='drop' to drop exact repeats, duplicates='keep' if "
-            f"annotators labelled items more than once by design, or clean the table first."
-        )
-    if duplicates == "drop":
-        kept = (f"kept: {messages[-1]}; each of those rows counts as a label (drop or keep "
-                f"one per pair first to count it once)" if conflict.any() else "")
-        if not repeat.any():
-            warn(kept[0].upper() + kept[1:] + ".")
-            return None
-        warn(f"dropped {repeat.sum()} row(s) that repeat an earlier row's item, annotator and "
-             f"label exactly (duplicates='drop')" + (f"; {kept}." if kept else "."))
-        return ~repeat
-    warn(f"{text}. Every row counts as an independent label, which inflates the label counts "
-         f"and narrows every interval. If the table was exported or joined twice, pass "
-         f"duplicates='drop'; if annotators labelled items more than once by design, pass "
-         f"duplicates='keep' to confirm; duplicates='error' refuses them.")
-    return None
 
 
 def check_wide_ids(index: pd.Index, what: str, where: str) -> None:
@@ -357,31 +317,21 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
     categories = None
     if isinstance(raw.dtype, pd.CategoricalDtype):
         categories = list(raw.cat.categories)
-        raw = raw.astype(object)
-    if strip:
-        raw = _strip(raw)
-        if categories is not None:
+        if strip:
             categories = list(dict.fromkeys(
                 c.strip() if isinstance(c, str) else c for c in categories))
-    missing = raw.isna().to_numpy()
-    if _is_text(raw):
-        # not |=: under pandas copy-on-write .to_numpy() may return a read-only array
-        blank = raw.astype(str).str.strip().eq("").to_numpy() & raw.notna().to_numpy()
-        missing = missing | blank
-    if missing.any():
-        raise ValueError(
-            f"column {label!r} (the labels) is missing or empty on {missing.sum()} row(s), "
-            f"e.g. rows {examples(index[missing])}. A row means an annotation was given: drop "
-            f"rows without a label first (df.dropna(subset=[{label!r}]))."
-        )
     if continuous:
-        if declared:
-            raise ValueError("continuous labels have no classes: drop classes= or continuous=True.")
-        return _continuous_values(raw, index, label), None
-    uniques = pd.unique(raw)
+        return _continuous_labels(raw, index, label, declared, strip)
+    # each distinct label is looked at once: row_codes -1 where missing
+    row_codes, uniques = _distinct(raw, strip)
+    missing = row_codes < 0
+    blank = np.flatnonzero(_blank(pd.Index(uniques)))
+    if len(blank):
+        missing = missing | np.isin(row_codes, blank)
+    _check_missing(missing, index, label)
     non_finite = [v for v in uniques if _is_number(v) and not np.isfinite(v)]
     if non_finite:
-        rows = raw.isin(non_finite).to_numpy()
+        rows = np.isin(row_codes, [i for i, v in enumerate(uniques) if v in non_finite])
         raise ValueError(
             f"column {label!r} holds the non-finite label(s) {examples(non_finite)} on "
             f"{rows.sum()} row(s), e.g. rows {examples(index[rows])}: inf and -inf are not "
@@ -392,10 +342,11 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
     else:
         classes, source = _inferred_classes(uniques, categories, label)
     classes = pd.Index(classes)
-    codes = classes.get_indexer(raw.to_numpy())
+    lookup = classes.get_indexer(uniques).astype(code_dtype(len(classes)))
+    codes = lookup[row_codes]
     bad = codes < 0
     if bad.any():
-        outside = pd.unique(raw[bad])
+        outside = uniques[lookup < 0]
         pairs = _text_matches(outside, classes)
         raise ValueError(
             f"labels {examples(outside)} in column {label!r} are not among the "
@@ -404,6 +355,50 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
             + (f"; {_mismatch_text(pairs, 'these labels', 'the classes')}" if pairs else "")
             + "."
         )
+    _give_back(raw)
+    return _class_codes(codes, classes, source, declared, label, missing_fix)
+
+
+def _distinct(raw: pd.Series, strip: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(row codes, the distinct values in order of first appearance, as ``pd.unique``
+    gives them, stripped with ``strip``): one hash pass; -1 codes a missing value."""
+    row_codes, uniques = pd.factorize(raw, sort=False)
+    uniques = (np.asarray(uniques, dtype=object) if isinstance(raw.dtype, pd.CategoricalDtype)
+               else uniques.to_numpy())
+    if strip and _is_text(pd.Index(uniques)):
+        stripped, uniques = pd.factorize(_strip(pd.Series(uniques, dtype=object)), sort=False)
+        row_codes = np.where(row_codes < 0, -1, stripped[row_codes])
+        uniques = uniques.to_numpy()
+    return row_codes, uniques
+
+
+def _check_missing(missing: np.ndarray, index, label: str) -> None:
+    if missing.any():
+        raise ValueError(
+            f"column {label!r} (the labels) is missing or empty on {missing.sum()} row(s), "
+            f"e.g. rows {examples(index[missing])}. A row means an annotation was given: drop "
+            f"rows without a label first (df.dropna(subset=[{label!r}]))."
+        )
+
+
+def _continuous_labels(raw: pd.Series, index, label: str, declared: bool, strip: bool):
+    if isinstance(raw.dtype, pd.CategoricalDtype):
+        raw = raw.astype(object)
+    if strip:
+        raw = _strip(raw)
+    missing = raw.isna().to_numpy()
+    if _is_text(raw):
+        # not |=: under pandas copy-on-write .to_numpy() may return a read-only array
+        blank = raw.astype(str).str.strip().eq("").to_numpy() & raw.notna().to_numpy()
+        missing = missing | blank
+    _check_missing(missing, index, label)
+    if declared:
+        raise ValueError("continuous labels have no classes: drop classes= or continuous=True.")
+    return _continuous_values(raw, index, label), None
+
+
+def _class_codes(codes, classes, source, declared, label, missing_fix):
+    """The label codes in their narrowest type, after the warnings on the classes."""
     unused = classes[np.bincount(codes, minlength=len(classes)) == 0]
     if unused.size:
         fix = "" if source == "classes=" else (
@@ -423,7 +418,7 @@ def parse_labels(raw: pd.Series, index, label: str, classes, continuous: bool, *
                 f"{missing_fix.replace('{codes}', listing(like_missing))}; if they are "
                 f"classes, declare classes=[...] to confirm."
             )
-    return codes.astype(np.int64), classes
+    return codes, classes
 
 
 def _continuous_values(raw: pd.Series, index, label: str) -> np.ndarray:

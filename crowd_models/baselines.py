@@ -47,7 +47,8 @@ def majority_vote(
         raise ValueError(f"ties={ties!r} is not one of {_TIES}.")
     counts = annotations.class_counts().astype(float)
     if not hard:
-        probs = counts / counts.sum(axis=1, keepdims=True)
+        counts /= counts.sum(axis=1, keepdims=True)  # in place: one (item, class) array
+        probs = counts
     else:
         top = counts == counts.max(axis=1, keepdims=True)
         if ties == "split":

@@ -46,18 +46,26 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models._exports import checked_wide, read_export, wide_to_long
 from crowd_models._parsing import (
-    DUPLICATES,
     check_roles,
     parse_features,
     parse_gold,
     parse_ids,
     parse_labels,
-    repeats_handled,
     same_class,
 )
+from crowd_models._repeats import DUPLICATES, repeats_handled
 from crowd_models._text import examples, listing, warn
 
 __all__ = ["Annotations"]
+
+
+def _count(codes: np.ndarray, n: int, block: int = 1 << 20) -> np.ndarray:
+    """``np.bincount(codes, minlength=n)`` a block of rows at a time: bincount widens
+    narrow codes to int64, which for the whole table is an 80 MB copy at 10^7 labels."""
+    counts = np.zeros(n, dtype=np.int64)
+    for start in range(0, len(codes), block):
+        counts += np.bincount(codes[start:start + block], minlength=n)
+    return counts
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,10 +75,10 @@ class Annotations:
     Attributes
     ----------
     item_idx, annotator_idx : int arrays, shape (annotation,)
-        Codes into ``items`` and ``annotators``.
+        Codes into ``items`` and ``annotators`` (``int64``).
     labels : array, shape (annotation,)
-        Integer codes into ``classes`` for categorical labels, floats for
-        continuous labels (then ``classes is None``).
+        Integer codes into ``classes`` for categorical labels (``int64``),
+        floats for continuous labels (then ``classes is None``).
     items, annotators : pandas.Index
         The user's ids in code order.
     classes : pandas.Index or None
@@ -94,6 +102,17 @@ class Annotations:
     feature_names: pd.Index | None = None
     gold: np.ndarray | None = None
     truth: xr.Dataset | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # int64 codes, whatever the parser's narrower working type: a user's
+        # item_idx * n_annotators + annotator_idx on int16 codes would wrap silently
+        # (numpy keeps the array's type), and the narrow type saved 170 MB at 10^7
+        names = ["item_idx", "annotator_idx"] + ["labels"] * (self.classes is not None)
+        for name in names:
+            codes = np.asarray(getattr(self, name))
+            if codes.dtype.kind in "iub":
+                codes = codes.astype(np.int64, copy=False)
+            object.__setattr__(self, name, codes)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -415,8 +434,8 @@ class Annotations:
         feats, feature_names = parse_features(features, items, strip=strip)
         gold_arr = parse_gold(gold, items, classes, strip=strip)
         return cls(
-            item_idx=np.asarray(item_idx, dtype=np.int64),
-            annotator_idx=np.asarray(annotator_idx, dtype=np.int64),
+            item_idx=item_idx,
+            annotator_idx=annotator_idx,
             labels=labels,
             items=items,
             annotators=annotators,
@@ -472,13 +491,13 @@ class Annotations:
 
     def n_labels(self) -> np.ndarray:
         """Number of labels each annotator gave (repeats counted), annotator order."""
-        return np.bincount(self.annotator_idx, minlength=self.n_annotators)
+        return _count(self.annotator_idx, self.n_annotators)
 
     def class_counts(self) -> np.ndarray:
         """(item, class) matrix of label counts (repeats counted)."""
-        flat = self.item_idx * self.n_classes + self.labels
-        counts = np.bincount(flat, minlength=self.n_items * self.n_classes)
-        return counts.reshape(self.n_items, self.n_classes)
+        # a count per class: no int64 (item, label) key as long as the table
+        return np.stack([_count(self.item_idx[self.labels == k], self.n_items)
+                         for k in range(self.n_classes)], axis=1)
 
     def gold_series(self) -> pd.Series:
         """Gold labels by item id (user's class names), unknown items dropped."""
@@ -574,8 +593,8 @@ class Annotations:
         ann_keep, ann_idx = np.unique(self.annotator_idx[rows], return_inverse=True)
         return replace(
             self,
-            item_idx=item_idx.astype(np.int64),
-            annotator_idx=ann_idx.astype(np.int64),
+            item_idx=item_idx,
+            annotator_idx=ann_idx,
             labels=self.labels[rows],
             items=self.items[item_keep],
             annotators=self.annotators[ann_keep],

@@ -46,9 +46,9 @@ class TestFromFrame:
         np.testing.assert_array_equal(ann.item_idx, ITEM_IDX)
         np.testing.assert_array_equal(ann.annotator_idx, ANN_IDX)
         np.testing.assert_array_equal(ann.labels, LABEL_CODES)
-        assert ann.item_idx.dtype == np.int64
-        assert ann.annotator_idx.dtype == np.int64
-        assert ann.labels.dtype == np.int64
+        # int64 codes: arithmetic on them cannot wrap (the parser's narrow types do not
+        # leak out)
+        assert ann.item_idx.dtype == ann.annotator_idx.dtype == ann.labels.dtype == np.int64
         assert (ann.n_items, ann.n_annotators, ann.n_classes, ann.n_annotations) == (3, 3, 2, 7)
         assert not ann.continuous
         assert ann.features is None and ann.feature_names is None and ann.n_features == 0

@@ -533,3 +533,96 @@ class TestRepeatedLabels:
                                              r"ids as text"):
             Annotations.from_frame(df)
         no_warnings(Annotations.from_frame, df.assign(item=["7.0", "1.10", "7.0"]))
+
+
+class TestLongTables:
+    """What keeps 10^7 labels cheap: narrow codes, each distinct value looked at once,
+    repeated pairs hashed a block of items at a time; the same results as before."""
+
+    def test_code_dtype_is_the_narrowest_that_holds_the_codes(self):
+        from crowd_models._parsing import code_dtype
+
+        sizes = (1, 128, 129, 32_768, 32_769, 2**31, 2**31 + 1)
+        assert [code_dtype(n) for n in sizes] == [np.int8, np.int8, np.int16, np.int16,
+                                                  np.int32, np.int32, np.int64]
+
+    def test_codes_do_not_overflow_counts_or_pairs(self):
+        # 300 items and 200 annotators, 3 classes: the parser codes them in int16 and
+        # int8, and Annotations hands them out as int64, so that item * 200 +
+        # annotator cannot wrap in a user's code
+        rng = np.random.default_rng(0)
+        n = 4000
+        df = pd.DataFrame({"item": rng.integers(0, 300, n).astype(str),
+                           "annotator": rng.integers(0, 200, n).astype(str),
+                           "label": rng.integers(0, 3, n)})
+        with pytest.warns(UserWarning, match="repeat an earlier row"):
+            ann = Annotations.from_frame(df)
+        assert (ann.item_idx.dtype, ann.annotator_idx.dtype, ann.labels.dtype) == (
+            np.int64, np.int64, np.int64)
+        assert len(np.unique(ann.item_idx * ann.n_annotators + ann.annotator_idx)) == len(
+            pd.DataFrame({"i": ann.item_idx, "a": ann.annotator_idx}).drop_duplicates())
+        item, annotator = ann.item_idx.astype(np.int64), ann.annotator_idx.astype(np.int64)
+        counts = np.zeros((ann.n_items, 3), dtype=np.int64)
+        np.add.at(counts, (item, ann.labels.astype(np.int64)), 1)
+        np.testing.assert_array_equal(ann.class_counts(), counts)
+        np.testing.assert_array_equal(ann.n_labels(), np.bincount(annotator, minlength=200))
+        pairs = pd.Series(item * 200 + annotator)
+        dropped = Annotations.from_frame(df, duplicates="drop")
+        assert dropped.n_annotations == n - pd.DataFrame(
+            {"pair": pairs, "label": ann.labels}).duplicated().sum()
+        sub = ann.select(ann.labels != 0)
+        assert sub.item_idx.dtype == np.int64 and sub.labels.dtype == np.int64
+
+    def test_repeats_found_a_block_of_items_at_a_time(self):
+        from crowd_models._repeats import repeated_labels
+
+        rng = np.random.default_rng(1)
+        item = rng.integers(0, 500, 6000).astype(np.int32)
+        annotator = rng.integers(0, 40, 6000).astype(np.int16)
+        labels = rng.integers(0, 3, 6000).astype(np.int8)
+        whole = repeated_labels(item, annotator, labels, 40, block_rows=10**9)
+        assert whole[0].any() and whole[1].any()
+        for block in (1, 7, 1000):
+            got = repeated_labels(item, annotator, labels, 40, block_rows=block)
+            np.testing.assert_array_equal(got[0], whole[0])
+            np.testing.assert_array_equal(got[1], whole[1])
+
+    def test_stripping_an_object_column_keeps_other_values_as_they_are(self):
+        from crowd_models._parsing import _strip
+
+        values = pd.Series([" a", 1, None, True, "a ", 1.0, " a", "b"], dtype=object,
+                           index=list("pqrstuvw"))
+        got = _strip(values)
+        assert list(got.index) == list("pqrstuvw")
+        assert [got["p"], got["t"], got["v"], got["w"]] == ["a", "a", "a", "b"]
+        assert got["q"] == 1 and type(got["q"]) is int and got["r"] is None
+        assert got["s"] is True and type(got["u"]) is float
+
+    def test_arrow_text_ids_coded_as_pandas_codes_them(self):
+        from crowd_models._parsing import _factorize
+
+        col = pd.concat([pd.Series(["b", "a", "b"], dtype="str"),
+                         pd.Series(["c", "a", "007", "7"], dtype="str")], ignore_index=True)
+        codes, ids = _factorize(col)
+        expected_codes, expected_ids = pd.factorize(col)
+        np.testing.assert_array_equal(codes, expected_codes)
+        assert ids.equals(pd.Index(expected_ids)) and ids.dtype == col.dtype
+        assert list(ids) == ["b", "a", "c", "007", "7"]
+
+    @pytest.mark.parametrize("strip", [False, True])
+    def test_text_and_object_columns_parse_alike(self, strip):
+        rng = np.random.default_rng(2)
+        n = 500
+        words = np.array(["yes", "no", " yes", "maybe"])
+        df = pd.DataFrame({"item": [f"i{k:03d}" for k in rng.integers(0, 80, n)],
+                           "annotator": [f" w{k}" for k in rng.integers(0, 12, n)],
+                           "label": words[rng.integers(0, 4, n)]}, dtype="str")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = Annotations.from_frame(df, strip=strip)
+            objects = Annotations.from_frame(df.astype(object), strip=strip)
+        for name in ("item_idx", "annotator_idx", "labels"):
+            np.testing.assert_array_equal(getattr(text, name), getattr(objects, name))
+        for name in ("items", "annotators", "classes"):
+            assert list(getattr(text, name)) == list(getattr(objects, name))
+        assert len(text.classes) == (3 if strip else 4)

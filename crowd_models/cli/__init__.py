@@ -161,7 +161,7 @@ import os
 import re
 import sys
 
-from crowd_models._parsing import DUPLICATES
+from crowd_models._repeats import DUPLICATES
 from crowd_models.cli._commands import run_demo, run_fit, run_predict
 from crowd_models.cli._options import (  # noqa: F401  (the names tests and users reach)
     _VARIANT_KEYWORD,

@@ -235,7 +235,7 @@ def _annotator_figure(fit, table):
         return report.plot_annotators(fit, label_extremes=3).figure
     if "confusion" in post:
         recorded = "n_labels" in table and bool(table["n_labels"].notna().all())
-        return report.plot_confusion_groups(fit, n=2,
+        return report.plot_confusion_groups(fit, n=2, table=table,
                                             population=recorded or "confusion_mean" in post)
     if "precision" in post and "true_value" in post:
         return report.plot_bias_noise(fit, table=table, label_extremes=2).figure

@@ -237,10 +237,16 @@ def _label_counts(annotations: Annotations) -> sp.csr_array:
     k = annotations.n_classes
     shape = (annotations.n_items, annotations.n_annotators * k)
     index = np.int32 if max(*shape, len(source[0])) < np.iinfo(np.int32).max else np.int64
-    rows = np.asarray(source[0], dtype=index)
-    cols = np.asarray(source[1], dtype=index) * k + np.asarray(source[2], dtype=index)
-    matrix = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=shape)
+    rows = np.asarray(source[0], dtype=index)  # the codes themselves where they are int32
+    cols = np.asarray(source[1], dtype=index)
+    cols = cols * index(k) if cols is source[1] else np.multiply(cols, k, out=cols)
+    cols += source[2]  # one array of the table's length, not three
+    # counted in float32 (exact to 2^24 repeats of a cell) and widened once summed:
+    # float64 ones beside the COO and CSR copies were the build's peak
+    matrix = sp.csr_array((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
+    del rows, cols
     matrix.sum_duplicates()  # canonical: sorted column indices, one entry per cell
+    matrix.data = matrix.data.astype(np.float64)
     _LABEL_COUNTS[annotations] = (source, matrix)
     return matrix
 
@@ -311,11 +317,13 @@ def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     exponential per cell (reused for the probabilities) halves the work."""
     top = joint.max(axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # a row of -inf stays -inf
-    weights = np.exp(joint - top)
+    weights = np.subtract(joint, top)
+    np.exp(weights, out=weights)  # in place: one (item, class) array, not three
     total = weights.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore"):
         ll = (np.log(total) + top)[:, 0]
-    return weights / total, ll
+    weights /= total
+    return weights, ll
 
 
 # ------------------------------------------- a black-box classifier in the EM

@@ -148,7 +148,9 @@ def _log_prior_classes(params, features):
 
 def _joint(ann, params):
     conf = np.clip(params["confusion"], C.PROB_FLOOR, 1)
-    return C.item_joint_np(np.log(conf), ann) + _log_prior_classes(params, ann.features)
+    joint = C.item_joint_np(np.log(conf), ann)
+    joint += _log_prior_classes(params, ann.features)  # in place: no second (item, class) array
+    return joint
 
 
 def _fit_softmax(features, target, coef_sd, intercept_sd, start=None, max_iter=500):
@@ -784,7 +786,8 @@ def em(
         attrs={
             "family": "dawid_skene", "variant": variant, "method": "em",
             "log_likelihood": float(item_ll.sum()),
-            "log_posterior": _log_posterior(annotations, params, pri, variant),
+            # _log_posterior at params, from the posterior just computed
+            "log_posterior": float(item_ll.sum()) + _log_prior_params(params, pri, variant),
             "n_iter": n_iter, "converged": int(converged),
         },
         supports=_EM_SUPPORTS,

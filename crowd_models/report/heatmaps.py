@@ -345,7 +345,7 @@ def pick_annotators(fit, rule: str = "worst", n: int = 3, *, measure: str | None
 
 
 def plot_confusion_groups(fit, n: int = 2, *, population: bool = True, ncols: int = 3,
-                          ci_prob: float = 0.9):
+                          ci_prob: float = 0.9, table: pd.DataFrame | None = None):
     """Confusion heatmaps of the worst and of the most uncertain annotators.
 
     The panels are the population (optional), then the ``n`` annotators with
@@ -368,6 +368,9 @@ def plot_confusion_groups(fit, n: int = 2, *, population: bool = True, ncols: in
         Panels per row.
     ci_prob : float, default 0.9
         Probability of the intervals (cells and accuracy).
+    table : pandas.DataFrame, optional
+        The fit's :func:`annotator_summary` at ``ci_prob`` (default: computed
+        here), to rank the annotators without computing it twice.
 
     Returns
     -------
@@ -393,7 +396,11 @@ def plot_confusion_groups(fit, n: int = 2, *, population: bool = True, ncols: in
     ci_prob = check_ci_prob(ci_prob)
     n = _check_count(n, "n")
     post, _ = _confusion_for_plot(fit)
-    table = annotator_summary(fit, ci_prob=ci_prob)
+    if table is None:
+        table = annotator_summary(fit, ci_prob=ci_prob)
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame from annotator_summary(fit), got "
+                        f"{type(table).__name__}.")
     if "accuracy_mean" not in table.columns:
         raise ValueError(
             "plot_confusion_groups ranks annotators by their overall accuracy, which needs "

@@ -50,6 +50,22 @@ def test_ids_round_trip_as_written(zeros, capsys):
     assert f"accuracy against gold ({len(items)} items)" in printed
 
 
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_ids_that_look_like_numbers_in_one_block_stay_as_written(tmp_path, where):
+    # pandas parses a long file in blocks of rows and infers each block's type: ids
+    # that are all digits in one block come out as numbers there, beside the text
+    # of the others (a mixed column), unless the id columns are read as text
+    n = 300_000  # more than one block
+    items = [f"{i:06d}" for i in range(n)]
+    items[0 if where == "first" else -1] = "x1"
+    path = tmp_path / "labels.csv"
+    path.write_text("item,annotator,label\n" + "".join(
+        f"{item},{'NA' if k % 3 == 0 else '007'},{k % 2}\n" for k, item in enumerate(items)))
+    table = _input._read_csv(str(path), "labels", ids=("item", "annotator"))
+    assert list(table["item"]) == items
+    assert set(table["annotator"]) == {"NA", "007"} and table["label"].dtype == np.int64
+
+
 def test_repeated_and_conflicting_rows_warn_with_counts(tmp_path, capsys):
     rows = ["item,annotator,label"] + [f"{i},{a},{(i + a) % 2}" for i in range(20)
                                        for a in range(3)]

@@ -191,3 +191,30 @@ def test_two_coin_em_same_fit_as_reference_kernels(reference_kernels):
     assert fast.attrs["n_iter"] == ref.attrs["n_iter"]
     for k, v in _fit_values(fast).items():
         np.testing.assert_allclose(v, ref[k].values, rtol=1e-10, atol=1e-11, err_msg=k)
+
+
+def test_dawid_skene_em_on_dog_as_stored():
+    """Full Dawid-Skene EM on the bundled dog set gives the numbers it gave before its
+    codes were narrowed and its E-step reworked for memory (#41; then bit for bit)."""
+    import crowd_models as cm
+
+    fit = ds.em(cm.datasets.load_dog(), variant="full")
+    assert fit.attrs["n_iter"] == 42
+    np.testing.assert_allclose(fit.attrs["log_posterior"], -3881.492193696158, rtol=1e-13)
+    np.testing.assert_allclose(
+        fit["prevalence"].values.ravel(),
+        [0.21863030915191642, 0.2240327577450806, 0.20778111661673046, 0.3495558164862726],
+        rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        fit["confusion"].values[0, 0, 0],
+        [[0.8737439880563893, 0.10961223228777014, 0.008321888555315094, 0.008321891100525438],
+         [0.06497507364754418, 0.9164779112261476, 0.009273507549220525, 0.00927350757708764],
+         [0.00720327865888719, 0.007127359011733246, 0.7851256327705186, 0.2005437295588609],
+         [0.06259613823474175, 0.00626686501384533, 0.16133216201163228, 0.7698048347397807]],
+        rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        fit["item_class_prob"].values[0, 0, :2],
+        [[1.015785955364932e-12, 4.358945083784073e-14, 0.007327766736639125,
+          0.9926722332623015],
+         [3.713492478784615e-17, 2.1887584220550125e-18, 0.9997216391298153,
+          0.00027836087018464126]], rtol=0, atol=1e-12)
