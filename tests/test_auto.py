@@ -377,3 +377,22 @@ def test_save_fit_keeps_the_attributes_of_an_average_components(tmp_path):
     assert back.attrs == {"weights": {"nuts": 1.0}}
     assert auto.components(back)["nuts"].attrs == part.attrs
     assert fit["components/nuts"].attrs == part.attrs  # the fit itself is untouched
+
+
+def test_the_pooled_model_is_scored_but_not_chosen_on_a_sparse_crowd_of_spammers():
+    """460 light annotators, 40% of them spammers with habits of their own: the pooled
+    model's rows collapse into a catch-all class (its truth far below majority vote)
+    while its held-out score beats the spammer model's, so "sharing" must not choose
+    it; the spammer model it takes instead is at majority vote's level."""
+    from crowd_models.models import dawid_skene
+
+    ann = dawid_skene.simulate_sparse_crowd(1, n_light=460, heavy=(), spam_share=0.4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        table = cm.compare_models(ann, candidates=["pooled", "spammer"], n_splits=1)
+        pooled = dawid_skene.em(ann, variant="pooled")
+        fit = cm.auto_fit(ann, candidates=["pooled", "spammer"], n_splits=1, method="em")
+    vote = float(np.mean(cm.majority_vote(ann).to_numpy().argmax(axis=1) == ann.gold))
+    assert table["score"].idxmax() == "pooled" and not table.loc["pooled", "eligible"]
+    assert _accuracy(pooled, ann) < vote - 0.1
+    assert fit.attrs["model"] == "spammer" and _accuracy(fit, ann) >= vote - 0.01
