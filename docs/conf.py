@@ -196,7 +196,7 @@ def _resolve_reexport(app, env, node, contnode):
         for cut in range(len(parts) - 1, 0, -1):
             try:
                 obj = importlib.import_module(".".join(parts[:cut]))
-            except ImportError:
+            except (ImportError, ValueError):  # ValueError: an empty module name
                 continue
             try:
                 for attr in parts[cut:]:
