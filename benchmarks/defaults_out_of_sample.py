@@ -169,9 +169,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         seconds["auto no pooled"] = scoring + candidate[best][1]
         for rule in averaging:
             weights = auto.model_weights(points[others if rule in WITHOUT_POOLED else eligible],
-                                         AVERAGED[rule])
-            weights = weights[weights >= auto.MIN_WEIGHT]  # as auto_fit(average=...)
-            weights /= weights.sum()
+                                         AVERAGED[rule], min_weight=auto.MIN_WEIGHT)
             prob[rule] = sum(w * candidate[name][0] for name, w in weights.items())
             seconds[rule] = scoring + sum(candidate[name][1] for name in weights.index)
     return _scored(prob, seconds, rules, ann, accuracy, chosen)

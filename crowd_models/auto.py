@@ -472,7 +472,8 @@ def choose(table: pd.DataFrame, tolerance: float = 2.0) -> str:
                                  ascending=[True, False]).index[0])
 
 
-def model_weights(points: pd.DataFrame, method: str = "stacking", *, rng=0) -> pd.Series:
+def model_weights(points: pd.DataFrame, method: str = "stacking", *, rng=0,
+                  min_weight: float = 0.0) -> pd.Series:
     """Weights of candidates from their pointwise held-out log scores.
 
     Parameters
@@ -489,11 +490,14 @@ def model_weights(points: pd.DataFrame, method: str = "stacking", *, rng=0) -> p
         ..., 1) draws ``a`` of the points' weights.
     rng : int or numpy.random.Generator, optional
         Seed of the bootstrap draws (``"pseudo-bma"`` only).
+    min_weight : float, optional
+        Candidates weighted below this are left out and the other weights
+        renormalised (default 0: none; ``auto_fit`` uses :data:`MIN_WEIGHT`).
 
     Returns
     -------
     pandas.Series
-        A weight per candidate (the columns), summing to 1.
+        A weight per candidate (the columns, less those left out), summing to 1.
 
     Examples
     --------
@@ -518,7 +522,9 @@ def model_weights(points: pd.DataFrame, method: str = "stacking", *, rng=0) -> p
         totals -= totals.max(axis=1, keepdims=True)
         each = np.exp(totals)
         weights = (each / each.sum(axis=1, keepdims=True)).mean(axis=0)
-    return pd.Series(weights, index=points.columns, name="weight")
+    weights = pd.Series(weights, index=points.columns, name="weight")
+    weights = weights[weights >= min(min_weight, weights.max())]  # the best always stays
+    return weights / weights.sum()
 
 
 def _stacking(values: np.ndarray, tol: float = 1e-12, max_iter: int = 100_000) -> np.ndarray:
@@ -554,9 +560,8 @@ def _final_fit(name: str, annotations: Annotations, method: str, fits: dict, rng
 def _averaged(annotations: Annotations, table: pd.DataFrame, points: pd.DataFrame,
               average: str, method: str, fits: dict, rng) -> xr.DataTree:
     """The average of the eligible candidates' fits, weighted by ``model_weights``."""
-    weights = model_weights(points[list(table.index[table["eligible"]])], average, rng=rng)
-    weights = weights[weights >= MIN_WEIGHT]
-    weights /= weights.sum()
+    weights = model_weights(points[list(table.index[table["eligible"]])], average, rng=rng,
+                            min_weight=MIN_WEIGHT)
     missing = [name for name in weights.index if method == "em" and name in NO_EM]
     if missing:
         raise ValueError(f"the averaged candidate(s) {listing(missing)} have no EM; call "
@@ -569,7 +574,9 @@ def _averaged(annotations: Annotations, table: pd.DataFrame, points: pd.DataFram
                       coords={D.COMPONENT: list(weights.index)})
     nodes = {f"components/{name}": fit if isinstance(fit, xr.DataTree) else xr.DataTree(fit)
              for name, fit in parts.items()}
-    return xr.DataTree.from_dict({"/": root, "posterior": posterior, **nodes})
+    tree = xr.DataTree.from_dict({"/": root, "posterior": posterior, **nodes})
+    tree.attrs.update(average=average, weights={str(k): float(v) for k, v in weights.items()})
+    return tree
 
 
 def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sharing",
@@ -644,10 +651,6 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     if average is not None:
         fit = _averaged(annotations, table, points, average, method, fits, rng)
         chosen = "average"
-        fit.attrs.update(average=average,
-                         weights={str(k): float(v) for k, v in
-                                  zip(fit[D.COMPONENT].values, fit["weight"].values,
-                                      strict=True)})
     else:
         chosen = choose(table, tolerance)
         if method == "em" and chosen in NO_EM:

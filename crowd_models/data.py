@@ -59,15 +59,6 @@ from crowd_models._text import examples, listing, warn
 __all__ = ["Annotations"]
 
 
-def _count(codes: np.ndarray, n: int, block: int = 1 << 20) -> np.ndarray:
-    """``np.bincount(codes, minlength=n)`` a block of rows at a time: bincount widens
-    narrow codes to int64, which for the whole table is an 80 MB copy at 10^7 labels."""
-    counts = np.zeros(n, dtype=np.int64)
-    for start in range(0, len(codes), block):
-        counts += np.bincount(codes[start:start + block], minlength=n)
-    return counts
-
-
 @dataclass(frozen=True, eq=False)
 class Annotations:
     """Parsed annotations.
@@ -491,13 +482,13 @@ class Annotations:
 
     def n_labels(self) -> np.ndarray:
         """Number of labels each annotator gave (repeats counted), annotator order."""
-        return _count(self.annotator_idx, self.n_annotators)
+        return np.bincount(self.annotator_idx, minlength=self.n_annotators)
 
     def class_counts(self) -> np.ndarray:
         """(item, class) matrix of label counts (repeats counted)."""
-        # a count per class: no int64 (item, label) key as long as the table
-        return np.stack([_count(self.item_idx[self.labels == k], self.n_items)
-                         for k in range(self.n_classes)], axis=1)
+        flat = self.item_idx * self.n_classes + self.labels
+        counts = np.bincount(flat, minlength=self.n_items * self.n_classes)
+        return counts.reshape(self.n_items, self.n_classes)
 
     def gold_series(self) -> pd.Series:
         """Gold labels by item id (user's class names), unknown items dropped."""

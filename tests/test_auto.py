@@ -283,6 +283,11 @@ def test_stacking_weights_maximise_the_mixed_score_and_recover_a_mixture():
     grid = np.clip(grid, 0, 1)
     best = max(_mixture_objective(values, w) for w in grid)
     assert _mixture_objective(values, weights.to_numpy()) >= best - 1e-9
+    # min_weight leaves out the candidates below it and renormalises the others
+    kept = auto.model_weights(pd.DataFrame(values, columns=list("abc")),
+                              min_weight=weights.sort_values().iloc[1])
+    np.testing.assert_allclose(kept, weights[kept.index] / weights[kept.index].sum())
+    assert len(kept) == 2
     # a mixture 0.3 N(0, 1) + 0.7 N(3, 1): the weight of the first density is found
     x = np.where(rng.random(20000) < 0.3, rng.normal(0, 1, 20000), rng.normal(3, 1, 20000))
     dens = pd.DataFrame({"left": -0.5 * x**2, "right": -0.5 * (x - 3) ** 2}) - 0.5 * np.log(

@@ -172,8 +172,7 @@ def _joint_np(ann, params) -> np.ndarray:
     K = ann.n_classes
     per_item = np.bincount(ann.item_idx, weights=wrong, minlength=ann.n_items)
     # each label's own class: one bincount over (item, label) cells, not np.add.at
-    cells = np.bincount(ann.item_idx.astype(np.intp) * K + ann.labels,
-                        weights=log_expit(x) - wrong,
+    cells = np.bincount(ann.item_idx * K + ann.labels, weights=log_expit(x) - wrong,
                         minlength=ann.n_items * K).reshape(ann.n_items, K)
     joint = per_item[:, None] + cells
     prev = np.clip(params["prevalence"], C.PROB_FLOOR, 1)
