@@ -141,7 +141,8 @@ def beta_logpdf_nojac(x, a, b):
 
 
 # ------------------------------------------------------- the family protocol
-EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier"})
+EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier",
+                         "chunk_items"})
 """Keywords of a family's ``em`` that steer the iteration, not the model (a
 black-box ``classifier`` replaces the model's GLM in the M-step): the EM that
 ``fit_map`` compares with gets their defaults."""
