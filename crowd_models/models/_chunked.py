@@ -146,8 +146,17 @@ def _chunked_pass(ann: ChunkedAnnotations, log_rates, out=None) -> Sums:
 
 
 # ---------------------------------------------------------------- Dask
-def _partition_matrix(frame: pd.DataFrame, J: int, K: int):
-    """A partition's count matrix and its items in row order."""
+class Block(NamedTuple):
+    """A Dask partition as the chunked EM reads it: item offsets, narrow codes
+    ``annotator * K + label`` grouped by item, and the items in that order."""
+
+    offsets: np.ndarray
+    pairs: np.ndarray
+    items: pd.Index
+
+
+def partition_block(frame: pd.DataFrame, J: int, K: int) -> Block:
+    """A partition's labels as a :class:`Block`, codes checked."""
     annotator = frame["annotator"].to_numpy()
     label = frame["label"].to_numpy()
     for name, codes, size in (("annotator", annotator, J), ("label", label, K)):
@@ -157,22 +166,21 @@ def _partition_matrix(frame: pd.DataFrame, J: int, K: int):
                              f"{'annotators' if name == 'annotator' else 'classes'}= of the "
                              f"right size.")
     codes, items = pd.factorize(frame.index)
-    pairs = annotator.astype(np.int64) * K + label
+    pairs = (annotator.astype(np.int64) * K + label).astype(np.min_scalar_type(J * K - 1))
     if len(codes) > 1 and np.any(codes[1:] < codes[:-1]):  # an item's rows not together
         pairs = pairs[np.argsort(codes, kind="stable")]
     offsets = np.zeros(len(items) + 1, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=len(items)), out=offsets[1:])
-    return block_matrix(offsets, pairs, J * K), items
+    return Block(offsets, pairs, pd.Index(items, name=D.ITEM))
 
 
-def _partition_sums(frame, log_rates, J: int, K: int) -> Sums:
-    return _block_sums(_partition_matrix(frame, J, K)[0], log_rates, K)
+def _block_sums_of(block: Block, log_rates, width: int, K: int) -> Sums:
+    return _block_sums(block_matrix(block.offsets, block.pairs, width), log_rates, K)
 
 
-def _partition_posterior(frame, log_rates, J: int, K: int, columns) -> pd.DataFrame:
-    matrix, items = _partition_matrix(frame, J, K)
-    prob, _ = _block_posterior(matrix, log_rates, K)
-    return pd.DataFrame(prob, index=pd.Index(items, name=D.ITEM), columns=columns)
+def _block_frame(block: Block, log_rates, width: int, K: int, columns) -> pd.DataFrame:
+    prob, _ = _block_posterior(block_matrix(block.offsets, block.pairs, width), log_rates, K)
+    return pd.DataFrame(prob, index=block.items, columns=columns)
 
 
 def _computed(make_graph):
@@ -190,14 +198,32 @@ def _computed(make_graph):
     raise AssertionError("unreachable")
 
 
-def _dask_pass(ann: DaskAnnotations, log_rates, frame) -> Sums:
+def dask_blocks(ann: DaskAnnotations) -> list:
+    """A delayed :class:`Block` per partition, held in the workers' memory when a
+    distributed client runs (each pass then reads no file and re-codes nothing;
+    a lost block is rebuilt from its partition); read anew at each pass
+    otherwise."""
     import dask
 
     J, K = ann.n_annotators, ann.n_classes
+    blocks = [dask.delayed(partition_block)(part, J, K) for part in ann.frame.to_delayed()]
+    try:
+        from distributed import get_client
+
+        get_client()
+    except (ImportError, ValueError):
+        return blocks
+    return list(dask.persist(*blocks))
+
+
+def _dask_pass(ann: DaskAnnotations, log_rates, blocks: list) -> Sums:
+    import dask
+
+    width, K = ann.n_annotators * ann.n_classes, ann.n_classes
 
     def graph():
         rates = dask.delayed(log_rates)  # one key, broadcast to every partition's task
-        parts = [dask.delayed(_partition_sums)(part, rates, J, K) for part in frame.to_delayed()]
+        parts = [dask.delayed(_block_sums_of)(b, rates, width, K) for b in blocks]
         while len(parts) > 1:  # a tree: no task receives every partition's counts
             parts = [dask.delayed(_add)(*parts[i:i + 8]) for i in range(0, len(parts), 8)]
         return parts[0]
@@ -205,25 +231,23 @@ def _dask_pass(ann: DaskAnnotations, log_rates, frame) -> Sums:
     return _computed(graph)
 
 
-def _persisted(frame):
-    """The frame held in the workers' memory when a distributed client runs (each
-    pass then reads no file); as it is otherwise."""
-    try:
-        from distributed import get_client
+def _write_posteriors(ann: DaskAnnotations, log_rates, blocks: list) -> None:
+    """The item posteriors as a parquet dataset at ``ann.posterior_path``, a file per
+    partition, indexed by item, a column per class."""
+    import dask
+    import dask.dataframe as dd
 
-        get_client()
-    except (ImportError, ValueError):
-        return frame
-    return frame.persist()
-
-
-def _write_posteriors(ann: DaskAnnotations, log_rates, frame) -> None:
     columns = [str(c) for c in ann.classes]
-    J, K = ann.n_annotators, ann.n_classes
+    width, K = ann.n_annotators * ann.n_classes, ann.n_classes
     meta = pd.DataFrame({c: pd.Series(dtype=float) for c in columns},
-                        index=pd.Index([], dtype=frame.index.dtype, name=D.ITEM))
-    posterior = frame.map_partitions(_partition_posterior, log_rates, J, K, columns, meta=meta)
-    _computed(lambda: posterior.to_parquet(ann.posterior_path, compute=False))
+                        index=pd.Index([], dtype=ann.frame.index.dtype, name=D.ITEM))
+
+    def graph():
+        rates = dask.delayed(log_rates)
+        parts = [dask.delayed(_block_frame)(b, rates, width, K, columns) for b in blocks]
+        return dd.from_delayed(parts, meta=meta).to_parquet(ann.posterior_path, compute=False)
+
+    _computed(graph)
 
 
 # ---------------------------------------------------------------- the EM
@@ -236,12 +260,12 @@ def run_em(ann, *, log_rates, m_step, log_prior, supports, tol: float, max_iter:
     (annotator, true_class, label_class); ``log_prior(params)`` the parameters'
     log prior (the objective adds it to the pass's log-likelihood)."""
     J, K = ann.n_annotators, ann.n_classes
-    dask_frame = _persisted(ann.frame) if isinstance(ann, DaskAnnotations) else None
+    blocks = dask_blocks(ann) if isinstance(ann, DaskAnnotations) else None
 
     def one_pass(rates, out=None):
-        if dask_frame is None:
+        if blocks is None:
             return _chunked_pass(ann, rates, out)
-        return _dask_pass(ann, rates, dask_frame)
+        return _dask_pass(ann, rates, blocks)
 
     def e_inputs(params):
         log_confusion, log_class = log_rates(params)
@@ -278,11 +302,11 @@ def run_em(ann, *, log_rates, m_step, log_prior, supports, tol: float, max_iter:
         nonfinite_message="EM produced non-finite parameters; use priors with a, b > 1 "
                           "(the defaults).")
     prob = None
-    if dask_frame is None:
+    if blocks is None:
         prob = np.empty((ann.n_items, K))
         sums = one_pass(e_inputs(params), prob)
     else:
         sums = sums_at(params)
         if ann.posterior_path is not None:
-            _write_posteriors(ann, e_inputs(params), dask_frame)
+            _write_posteriors(ann, e_inputs(params), blocks)
     return LargeFit(params, n_iter, converged, sums, prob, ann)

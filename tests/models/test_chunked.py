@@ -140,3 +140,29 @@ def test_dask_annotations_refuse_bad_frames(crowd):
                                         annotators=3, classes=3)
     with pytest.raises(ValueError, match="annotator codes must lie in 0..2"):
         dawid_skene.em(too_few)
+
+
+def test_a_pass_that_lost_a_worker_runs_again_from_the_same_parameters():
+    dask = pytest.importorskip("dask")
+
+    class KilledWorker(Exception):  # distributed's error, matched by name
+        pass
+
+    calls = []
+
+    def graph():
+        calls.append(1)
+        if len(calls) < 3:
+            raise KilledWorker("worker died")
+        return dask.delayed(sum)([1, 2])
+
+    assert _chunked._computed(graph) == 3 and len(calls) == 3
+    calls.clear()
+
+    def broken():
+        calls.append(1)
+        raise KeyError("a bug, not a lost worker")
+
+    with pytest.raises(KeyError):
+        _chunked._computed(broken)
+    assert len(calls) == 1
