@@ -351,9 +351,10 @@ def memory_per_label(folder: Path, sizes: list[int]) -> None:
 
 
 def _design(n: int) -> tuple[int, int, int, int]:
-    """(items, labels per item, annotators, classes) for n labels: 10 per item, 1,000 per
-    annotator (10^4 annotators at 10^7), 5 classes, as memory_per_label's."""
-    return n // 10, 10, max(n // 1000, 20), 5
+    """(items, labels per item, annotators, classes) for n labels: 10 per item, 5 classes,
+    1,000 labels per annotator up to 10^4 annotators (10^7 labels; memory_per_label's
+    design), then 10^4 annotators (the issue's 10^8 design: 10^4 labels each)."""
+    return n // 10, 10, min(max(n // 1000, 20), 10_000), 5
 
 
 def chunked_per_label(sizes: list[int], memory_up_to: int, chunk_items: int) -> dict:

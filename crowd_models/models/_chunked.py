@@ -165,8 +165,14 @@ def partition_block(frame: pd.DataFrame, J: int, K: int) -> Block:
                              f"{codes.min()}..{codes.max()}; give the DaskAnnotations "
                              f"{'annotators' if name == 'annotator' else 'classes'}= of the "
                              f"right size.")
-    codes, items = pd.factorize(frame.index)
     pairs = (annotator.astype(np.int64) * K + label).astype(np.min_scalar_type(J * K - 1))
+    index = frame.index
+    if index.is_monotonic_increasing:  # sorted (as divisions make it): no hashing
+        values = index.to_numpy()
+        starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+        offsets = np.concatenate([[0], starts, [len(values)]]).astype(np.int64)
+        return Block(offsets, pairs, pd.Index(values[offsets[:-1]], name=D.ITEM))
+    codes, items = pd.factorize(index)
     if len(codes) > 1 and np.any(codes[1:] < codes[:-1]):  # an item's rows not together
         pairs = pairs[np.argsort(codes, kind="stable")]
     offsets = np.zeros(len(items) + 1, dtype=np.int64)

@@ -166,3 +166,17 @@ def test_a_pass_that_lost_a_worker_runs_again_from_the_same_parameters():
     with pytest.raises(KeyError):
         _chunked._computed(broken)
     assert len(calls) == 1
+
+
+def test_a_partition_block_groups_an_unsorted_partition_by_item(crowd):
+    table = _table(crowd)  # rows shuffled: an item's labels are not together
+    sorted_block = _chunked.partition_block(table.sort_index(kind="stable"), 8, 3)
+    block = _chunked.partition_block(table, 8, 3)
+    width = 24
+    for b in (block, sorted_block):
+        assert b.offsets[-1] == crowd.n_annotations and len(b.items) == crowd.n_items
+    order = np.argsort(block.items)  # same items, each with the same labels
+    dense = _chunked.block_matrix(block.offsets, block.pairs, width).toarray()[order]
+    np.testing.assert_array_equal(dense, _chunked.block_matrix(
+        sorted_block.offsets, sorted_block.pairs, width).toarray())
+    np.testing.assert_array_equal(np.asarray(block.items)[order], sorted_block.items)
