@@ -15,14 +15,25 @@ wall-clock limit):
   at 10^7), each in its own process that reads its CSV first: the peak
   resident memory with the table (target at 10^7: <= 1.0 GB), the memory
   above the imports per label, and the seconds per label of ``from_frame``
-  and of EM (per EM iteration too), which should stay flat.
+  and of EM (per EM iteration too), which should stay flat;
+* the memory-bounded EM (issue 41): full Dawid-Skene EM on
+  ``ChunkedAnnotations`` at 10^5 to 10^8 labels (10 per item, 5 classes,
+  10^4 annotators from 10^7 on), simulated a block of items at a time as
+  narrow codes, each size in its own process, against the in-memory EM on the
+  same labels up to 10^7: peak memory, seconds, cost per label per iteration,
+  accuracy against the simulated truth; the 10^8 targets (<= 10 min, <= 6
+  GB; projected from the largest size run when 10^8 is not); and the Dask EM
+  (a LocalCluster of 2 worker processes) from a parquet dataset written
+  partition by partition, against the chunked EM on the same labels
+  (target <= 2x).
 
-    .venv/bin/python benchmarks/large_crowds.py            # everything (~3 min on 2 cores)
+    .venv/bin/python benchmarks/large_crowds.py            # everything (~10 min on 2 cores)
     .venv/bin/python benchmarks/large_crowds.py --quick    # 2·10^5 CLI labels; 10^5, 10^6
     .venv/bin/python benchmarks/large_crowds.py --dir D    # keep the CSV files in D
+    .venv/bin/python benchmarks/large_crowds.py --chunked 1e7 3e7 --dask-labels 1e7
 
-The CSV files are written once into ``--dir`` (default: the system's temporary
-folder) and reused by later runs.
+The CSV and parquet files are written once into ``--dir`` (default: the
+system's temporary folder) and reused by later runs.
 """
 
 from __future__ import annotations
@@ -132,14 +143,21 @@ print(json.dumps(out))
 """
 
 DASK_SCRIPT = """
-import json, sys, time
+import json, logging, sys, time
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import large_crowds as lc
 from distributed import Client, LocalCluster
 from crowd_models.large import DaskAnnotations
 from crowd_models.models import dawid_skene
+class Passes(logging.Handler):  # the seconds of each EM pass, from the engine's log
+    seconds = []
+    def emit(self, record):
+        if record.msg.startswith("EM pass"):
+            self.seconds.append(record.args[1])
 if __name__ == "__main__":
+    logging.getLogger("crowd_models.large").addHandler(Passes())
+    logging.getLogger("crowd_models.large").setLevel(logging.INFO)
     n_annotators, n_classes = int(sys.argv[3]), int(sys.argv[4])
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
@@ -150,6 +168,7 @@ if __name__ == "__main__":
         em_s = time.perf_counter() - t
         workers = client.run(lc.peak_bytes)
     print(json.dumps({"em_s": em_s, "n_iter": int(fit.attrs["n_iter"]),
+                      "passes": len(Passes.seconds), "passes_s": sum(Passes.seconds),
                       "partitions": crowd.frame.npartitions, "client_peak": lc.peak_bytes(),
                       "worker_peaks": sorted(workers.values())}))
 """
@@ -394,7 +413,8 @@ def dask_against_chunked(folder: Path, n: int, chunked: dict) -> None:
     base = chunked[n]
     print(f"       Dask, {n:,} labels in {out['partitions']} partitions: EM + posteriors "
           f"written {out['em_s']:.1f} s ({out['n_iter']} iterations; chunked "
-          f"{base['em_s']:.1f} s, {base['n_iter']}); peaks: client "
+          f"{base['em_s']:.1f} s, {base['n_iter']}), of which {out['passes']} logged passes "
+          f"{out['passes_s']:.1f} s; peaks: client "
           f"{out['client_peak'] / 1e9:.2f} GB, workers "
           f"{', '.join(f'{w / 1e9:.2f}' for w in out['worker_peaks'])} GB; whole process "
           f"{wall:.1f} s", flush=True)

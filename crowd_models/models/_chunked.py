@@ -21,13 +21,20 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from crowd_models import _dims as D
+from crowd_models._blocks import (
+    Sums,
+    add_sums,
+    block_frame,
+    block_matrix,
+    block_sums,
+    block_sums_of,
+    partition_block,
+)
 from crowd_models.data import Annotations
 from crowd_models.large import ChunkedAnnotations, DaskAnnotations
 from crowd_models.models import _em
-from crowd_models.models._common import posterior_from_joint
 
 LOG = logging.getLogger("crowd_models.large")
 """Each EM pass logs its number, seconds and log-likelihood at INFO level
@@ -38,15 +45,6 @@ RETRIES = 2
 parameters, this many times."""
 
 _LOST_WORKER = ("KilledWorker", "CommClosedError", "FutureCancelledError")
-
-
-class Sums(NamedTuple):
-    """What a pass returns: expected counts (annotator * K + label, true class),
-    class totals (K,), the labels' marginal log-likelihood."""
-
-    counts: np.ndarray
-    totals: np.ndarray
-    log_likelihood: float
 
 
 class LargeFit(NamedTuple):
@@ -101,94 +99,18 @@ def large_annotations(annotations, chunk_items, family: str, controls: dict):
     return annotations
 
 
-# ------------------------------------------------------------------ a block
-def block_matrix(offsets: np.ndarray, pairs: np.ndarray, width: int) -> sp.csr_array:
-    """The block's (item, annotator * K + label) count matrix, straight from the
-    item offsets and codes (no sort: products add a repeated entry twice)."""
-    index = np.int32 if len(pairs) < np.iinfo(np.int32).max else np.int64
-    return sp.csr_array((np.ones(len(pairs)), pairs.astype(index), offsets.astype(index)),
-                        shape=(len(offsets) - 1, width))
-
-
-def _block_posterior(matrix, log_rates, K: int):
-    """(item, class) posterior and per-item log-likelihood of a block; with
-    ``log_rates`` None, the soft majority vote (log-likelihood NaN)."""
-    if log_rates is None:
-        votes = matrix @ np.tile(np.eye(K), (matrix.shape[1] // K, 1))
-        total = votes.sum(axis=1, keepdims=True)
-        prob = np.divide(votes, total, out=np.full_like(votes, 1.0 / K), where=total > 0)
-        return prob, np.full(len(prob), np.nan)
-    per_pair, log_prior = log_rates
-    joint = matrix @ per_pair
-    joint += log_prior
-    return posterior_from_joint(joint)
-
-
-def _block_sums(matrix, log_rates, K: int, out=None) -> Sums:
-    prob, item_ll = _block_posterior(matrix, log_rates, K)
-    if out is not None:
-        out[:] = prob
-    return Sums(matrix.T @ prob, prob.sum(axis=0), float(item_ll.sum()))
-
-
-def _add(*parts: Sums) -> Sums:
-    return Sums(sum(p.counts for p in parts), sum(p.totals for p in parts),
-                sum(p.log_likelihood for p in parts))
-
-
+# ------------------------------------------------------------------ passes
 def _chunked_pass(ann: ChunkedAnnotations, log_rates, out=None) -> Sums:
     width, K = ann.n_annotators * ann.n_classes, ann.n_classes
     total = Sums(np.zeros((width, K)), np.zeros(K), 0.0)
     for first, offsets, pairs in ann.blocks():
         block = None if out is None else out[first:first + len(offsets) - 1]
-        total = _add(total, _block_sums(block_matrix(offsets, pairs, width), log_rates, K, block))
+        matrix = block_matrix(offsets, pairs, width)
+        total = add_sums(total, block_sums(matrix, log_rates, K, block))
     return total
 
 
 # ---------------------------------------------------------------- Dask
-class Block(NamedTuple):
-    """A Dask partition as the chunked EM reads it: item offsets, narrow codes
-    ``annotator * K + label`` grouped by item, and the items in that order."""
-
-    offsets: np.ndarray
-    pairs: np.ndarray
-    items: pd.Index
-
-
-def partition_block(frame: pd.DataFrame, J: int, K: int) -> Block:
-    """A partition's labels as a :class:`Block`, codes checked."""
-    annotator = frame["annotator"].to_numpy()
-    label = frame["label"].to_numpy()
-    for name, codes, size in (("annotator", annotator, J), ("label", label, K)):
-        if len(codes) and (codes.min() < 0 or codes.max() >= size):
-            raise ValueError(f"{name} codes must lie in 0..{size - 1}, a partition holds "
-                             f"{codes.min()}..{codes.max()}; give the DaskAnnotations "
-                             f"{'annotators' if name == 'annotator' else 'classes'}= of the "
-                             f"right size.")
-    pairs = (annotator.astype(np.int64) * K + label).astype(np.min_scalar_type(J * K - 1))
-    index = frame.index
-    if index.is_monotonic_increasing:  # sorted (as divisions make it): no hashing
-        values = index.to_numpy()
-        starts = np.flatnonzero(values[1:] != values[:-1]) + 1
-        offsets = np.concatenate([[0], starts, [len(values)]]).astype(np.int64)
-        return Block(offsets, pairs, pd.Index(values[offsets[:-1]], name=D.ITEM))
-    codes, items = pd.factorize(index)
-    if len(codes) > 1 and np.any(codes[1:] < codes[:-1]):  # an item's rows not together
-        pairs = pairs[np.argsort(codes, kind="stable")]
-    offsets = np.zeros(len(items) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes, minlength=len(items)), out=offsets[1:])
-    return Block(offsets, pairs, pd.Index(items, name=D.ITEM))
-
-
-def _block_sums_of(block: Block, log_rates, width: int, K: int) -> Sums:
-    return _block_sums(block_matrix(block.offsets, block.pairs, width), log_rates, K)
-
-
-def _block_frame(block: Block, log_rates, width: int, K: int, columns) -> pd.DataFrame:
-    prob, _ = _block_posterior(block_matrix(block.offsets, block.pairs, width), log_rates, K)
-    return pd.DataFrame(prob, index=block.items, columns=columns)
-
-
 def _computed(make_graph):
     """``dask.compute`` of ``make_graph()``, run again (:data:`RETRIES` times) when a
     worker was lost: the parameters live here, so a retry resumes from them."""
@@ -229,9 +151,9 @@ def _dask_pass(ann: DaskAnnotations, log_rates, blocks: list) -> Sums:
 
     def graph():
         rates = dask.delayed(log_rates)  # one key, broadcast to every partition's task
-        parts = [dask.delayed(_block_sums_of)(b, rates, width, K) for b in blocks]
+        parts = [dask.delayed(block_sums_of)(b, rates, width, K) for b in blocks]
         while len(parts) > 1:  # a tree: no task receives every partition's counts
-            parts = [dask.delayed(_add)(*parts[i:i + 8]) for i in range(0, len(parts), 8)]
+            parts = [dask.delayed(add_sums)(*parts[i:i + 8]) for i in range(0, len(parts), 8)]
         return parts[0]
 
     return _computed(graph)
@@ -250,7 +172,7 @@ def _write_posteriors(ann: DaskAnnotations, log_rates, blocks: list) -> None:
 
     def graph():
         rates = dask.delayed(log_rates)
-        parts = [dask.delayed(_block_frame)(b, rates, width, K, columns) for b in blocks]
+        parts = [dask.delayed(block_frame)(b, rates, width, K, columns) for b in blocks]
         return dd.from_delayed(parts, meta=meta).to_parquet(ann.posterior_path, compute=False)
 
     _computed(graph)

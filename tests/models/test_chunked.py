@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crowd_models import _blocks
 from crowd_models.large import ChunkedAnnotations, DaskAnnotations
 from crowd_models.models import _chunked, dawid_skene
 
@@ -55,7 +56,7 @@ def test_narrow_codes_and_blocks(crowd):
     assert sum(len(b[2]) for b in blocks) == crowd.n_annotations
     # a block's matrix is the item x (annotator, label) count matrix
     first, offsets, pairs = blocks[1]
-    matrix = _chunked.block_matrix(offsets, pairs, 24).toarray()
+    matrix = _blocks.block_matrix(offsets, pairs, 24).toarray()
     rows = (crowd.item_idx >= 64) & (crowd.item_idx < 128)
     expected = np.zeros((64, 24))
     np.add.at(expected, (crowd.item_idx[rows] - 64,
@@ -170,13 +171,13 @@ def test_a_pass_that_lost_a_worker_runs_again_from_the_same_parameters():
 
 def test_a_partition_block_groups_an_unsorted_partition_by_item(crowd):
     table = _table(crowd)  # rows shuffled: an item's labels are not together
-    sorted_block = _chunked.partition_block(table.sort_index(kind="stable"), 8, 3)
-    block = _chunked.partition_block(table, 8, 3)
+    sorted_block = _blocks.partition_block(table.sort_index(kind="stable"), 8, 3)
+    block = _blocks.partition_block(table, 8, 3)
     width = 24
     for b in (block, sorted_block):
         assert b.offsets[-1] == crowd.n_annotations and len(b.items) == crowd.n_items
     order = np.argsort(block.items)  # same items, each with the same labels
-    dense = _chunked.block_matrix(block.offsets, block.pairs, width).toarray()[order]
-    np.testing.assert_array_equal(dense, _chunked.block_matrix(
+    dense = _blocks.block_matrix(block.offsets, block.pairs, width).toarray()[order]
+    np.testing.assert_array_equal(dense, _blocks.block_matrix(
         sorted_block.offsets, sorted_block.pairs, width).toarray())
     np.testing.assert_array_equal(np.asarray(block.items)[order], sorted_block.items)
