@@ -44,9 +44,12 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "common": ("crowd_models/models/_common.py",
                ["zerosum_normal_logpdf", "beta_logpdf_nojac", "dirichlet_logpdf_nojac",
-                "posterior_from_joint", "beta_prior", "check_positive_precision",
+                "beta_prior", "check_positive_precision",
                 "simulation_design", "item_joint_np", "expected_counts", "dirichlet_prior"],
                ["tests/models/test_common.py", "tests/models/test_em_kernels.py"]),
+    "blocks": ("crowd_models/_blocks.py",
+               ["posterior_from_joint", "block_matrix", "block_posterior", "partition_block"],
+               ["tests/models/test_common.py", "tests/models/test_chunked.py"]),
     "label_switch": ("crowd_models/inference.py", ["label_switched_chains"],
                      ["tests/test_label_switch.py"]),
     "two_coin": ("crowd_models/models/two_coin.py",
@@ -56,7 +59,8 @@ TARGETS = {
                   "fixed_point or flat_priors or fit_logistic or stationary or log_posterior "
                   "or gaussian_log_prior"]),
     "dawid_skene": ("crowd_models/models/dawid_skene.py",
-                    ["_one_coin_confusion", "_m_step", "_log_prior_params"],
+                    ["_one_coin_confusion", "_m_step", "_rates", "_prevalence",
+                     "_log_prior_params"],
                     ["tests/models/test_em_kernels.py", "tests/models/test_dawid_skene.py", "-k",
                      "dawid_skene or em_start or recovers or two_classes"]),
     "feature_accuracy": ("crowd_models/models/feature_accuracy.py",

@@ -19,6 +19,7 @@ from scipy.special import gammaln, xlog1py, xlogy
 
 from crowd_models import _dims as D
 from crowd_models import _trust
+from crowd_models._blocks import posterior_from_joint  # noqa: F401 (the EMs' E-step)
 from crowd_models._kernels import scatter_rows
 from crowd_models._text import listing
 from crowd_models.data import Annotations
@@ -141,7 +142,8 @@ def beta_logpdf_nojac(x, a, b):
 
 
 # ------------------------------------------------------- the family protocol
-EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier"})
+EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier",
+                         "chunk_items"})
 """Keywords of a family's ``em`` that steer the iteration, not the model (a
 black-box ``classifier`` replaces the model's GLM in the M-step): the EM that
 ``fit_map`` compares with gets their defaults."""
@@ -307,23 +309,6 @@ def dirichlet_logpdf_nojac(x, alpha, axis=-1):
         np.sum(xlogy(alpha - 1, x), axis=axis)
         + gammaln(np.sum(alpha, axis=axis)) - np.sum(gammaln(alpha), axis=axis)
     ))
-
-
-def posterior_from_joint(joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(item_class_prob, per-item log marginal likelihood) from the joint.
-
-    The log-sum-exp with the row maximum taken out, by hand: scipy's
-    ``logsumexp`` was 64% of a Dawid-Skene EM at 10^6 labels, and one
-    exponential per cell (reused for the probabilities) halves the work."""
-    top = joint.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)  # a row of -inf stays -inf
-    weights = np.subtract(joint, top)
-    np.exp(weights, out=weights)  # in place: one (item, class) array, not three
-    total = weights.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        ll = (np.log(total) + top)[:, 0]
-    weights /= total
-    return weights, ll
 
 
 # ------------------------------------------- a black-box classifier in the EM

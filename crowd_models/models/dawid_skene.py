@@ -55,8 +55,8 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
+from crowd_models.models import _chunked, _em, _registry
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "empirical_spread", "simulate", "predict_draws", "VARIANTS",
            "DEFAULT_PRIORS", "SPREAD_BOUNDS", "SPREAD_REFERENCE"]
@@ -195,8 +195,13 @@ def _fit_softmax(features, target, coef_sd, intercept_sd, start=None, max_iter=5
 
 
 def _m_step(ann, prob, pri, variant, previous=None):
-    K = ann.n_classes
     counts = C.expected_counts(ann, prob)
+    return {**_rates(counts, pri, variant), **_m_step_truth(ann, prob, pri, previous)}
+
+
+def _rates(counts, pri, variant):
+    """The M-step of the confusions (or accuracies) given the expected counts."""
+    K = counts.shape[-1]
     if variant == "one_coin":
         a, b = pri["accuracy"]
         correct = np.trace(counts, axis1=1, axis2=2)
@@ -208,20 +213,24 @@ def _m_step(ann, prob, pri, variant, previous=None):
         den = num.sum(axis=2, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             params = {"confusion": np.where(den > 0, num / den, 1.0 / K)}
-    return {**params, **_m_step_truth(ann, prob, pri, previous)}
+    return params
 
 
 def _m_step_truth(ann, prob, pri, previous):
     """The M-step of the true class's prior: prevalence, or the softmax classifier."""
     if ann.features is None:
-        num = prob.sum(axis=0) + pri["prevalence"] - 1
-        return {"prevalence": num / num.sum()}
+        return _prevalence(prob.sum(axis=0), pri)
     start = None
     if previous is not None:
         start = np.vstack([previous["coef"], previous["intercept"]]).ravel()
     coef, intercept = _fit_softmax(ann.features, prob, pri["coef_sd"], pri["intercept_sd"],
                                    start=start, max_iter=500 if start is None else 3)
     return {"coef": coef, "intercept": intercept}
+
+
+def _prevalence(totals, pri):
+    num = totals + pri["prevalence"] - 1
+    return {"prevalence": num / num.sum()}
 
 
 def _log_prior_params(params, pri, variant):
@@ -699,6 +708,7 @@ def em(
     start=None,
     accelerate: bool = True,
     classifier=None,
+    chunk_items: int | None = None,
 ) -> xr.Dataset:
     """Dawid-Skene MAP-EM ("full", "one_coin" or "pooled"), from the majority-vote start.
 
@@ -743,12 +753,23 @@ def em(
     ``intercept_precision`` near 0 here) it reaches the softmax classifier's
     fixed point. ``fit_map`` and ``sample`` keep the softmax classifier.
 
+    Large crowds (full and one-coin variants, no features): ``annotations`` may be
+    a :class:`~crowd_models.large.ChunkedAnnotations` (narrow codes, read
+    ``chunk_items`` items at a time; ``chunk_items=`` with ``Annotations`` builds
+    one) or a :class:`~crowd_models.large.DaskAnnotations` (a pass per Dask
+    partition, the item posteriors written to its ``posterior_path``, whose
+    fit has no ``item_class_prob``). Same EM, same fixed point; no ``start``.
+
     Examples
     --------
     >>> from crowd_models.models import dawid_skene
     >>> fit = dawid_skene.em(cm.datasets.load_dog())
     >>> fit["confusion"].sel(annotator=fit["annotator"][0])
     """
+    if chunk_items is not None or not isinstance(annotations, Annotations):
+        return _large_em(annotations, variant, chunk_items, (
+            confusion_prior, accuracy_prior, prevalence_prior, population_prior), dict(
+            start=start, classifier=classifier), tol, max_iter, accelerate)
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
     if variant == "hierarchical":
@@ -794,10 +815,11 @@ def em(
     )
 
 
-def _conjugate(annotations, prob, pri, variant) -> dict:
+def _conjugate(annotations, prob, pri, variant, counts=None) -> dict:
     """The EM fit's conjugate approximation given the soft labels ``prob`` (Dirichlet
-    rows, or one-coin Beta accuracies), and each annotator's label count."""
-    counts = C.expected_counts(annotations, prob)
+    rows, or one-coin Beta accuracies) or their expected ``counts``, and each
+    annotator's label count."""
+    counts = C.expected_counts(annotations, prob) if counts is None else counts
     extra = {"n_labels": ((D.ANNOTATOR,), annotations.n_labels())}
     if variant == "one_coin":
         a, b = pri["accuracy"]
@@ -807,6 +829,34 @@ def _conjugate(annotations, prob, pri, variant) -> dict:
     else:
         extra["confusion_alpha"] = (_DIMS["confusion"], pri["confusion"] + counts)
     return extra
+
+
+def _large_em(annotations, variant, chunk_items, priors, controls, tol, max_iter, accelerate):
+    """:func:`em` a block of items (or a Dask partition) at a time (``_chunked``)."""
+    annotations = _chunked.large_annotations(annotations, chunk_items, "the Dawid-Skene model",
+                                             controls)
+    if variant not in ("full", "one_coin"):
+        raise ValueError(f"the chunked and Dask EMs have the full and one-coin variants, not "
+                         f"variant={variant!r}; pass variant='full' or 'one_coin'.")
+    pri = _priors(annotations, variant, *priors, DEFAULT_PRIORS["spread_prior"], None, None)
+    fit = _chunked.run_em(
+        annotations, m_step=lambda counts, totals: {**_rates(counts, pri, variant),
+                                                   **_prevalence(totals, pri)},
+        log_rates=lambda prm: (np.log(np.clip(prm["confusion"], C.PROB_FLOOR, 1)),
+                               _log_prior_classes(prm, None)[0]),
+        log_prior=lambda prm: _log_prior_params(prm, pri, variant),
+        supports=_EM_SUPPORTS, tol=tol, max_iter=max_iter, accelerate=accelerate)
+    ll = fit.sums.log_likelihood
+    params = dict(fit.params)
+    if fit.item_class_prob is not None:
+        params["item_class_prob"] = fit.item_class_prob
+    return C.em_dataset(
+        fit, params, _DIMS, extra=_conjugate(fit, None, pri, variant, counts=fit.counts()),
+        attrs={"family": "dawid_skene", "variant": variant, "method": "em",
+               "log_likelihood": ll, "n_iter": fit.n_iter, "converged": int(fit.converged),
+               "log_posterior": ll + _log_prior_params(fit.params, pri, variant),
+               "posterior_path": str(getattr(annotations, "posterior_path", None) or "")},
+        supports=_EM_SUPPORTS)
 
 
 def _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter) -> xr.Dataset:
