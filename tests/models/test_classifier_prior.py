@@ -93,3 +93,34 @@ def test_auto_is_refused_where_a_number_is_needed_and_typos_are_named():
     # without features "auto" has nothing to choose and the EM runs as before
     plain = two_coin.em(ann.with_features(None), coef_precision="auto")
     assert "coef_precision" not in plain.attrs
+
+
+def test_softmax_fit_sits_at_the_evidence_fixed_point():
+    from crowd_models.models import dawid_skene
+
+    conf = [[[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]]] * 4
+    ann = dawid_skene.simulate(conf, n_items=90, n_features=3, labels_per_item=3, rng=5)
+    for variant in ("full", "one_coin"):
+        fit = dawid_skene.em(ann, variant=variant, coef_precision="auto")
+        alpha = fit.attrs["coef_precision"]
+        W, b = fit["coef"].values[0, 0], fit["intercept"].values[0, 0]
+        mu = fit["item_class_prob"].values[0, 0]
+        p = np.exp(ann.features @ W + b)
+        p /= p.sum(axis=1, keepdims=True)
+        # by hand: H[(a,k),(c,l)] = sum_i xc_ia xc_ic A_i[k,l], A_i the PSD part of
+        # (diag p - p p') - (diag mu - mu mu')
+        A = (np.einsum("ik,kl->ikl", p, np.eye(3)) - np.einsum("ik,il->ikl", p, p)
+             - np.einsum("ik,kl->ikl", mu, np.eye(3)) + np.einsum("ik,il->ikl", mu, mu))
+        vals, vecs = np.linalg.eigh(A)
+        A = np.einsum("ikm,im,ilm->ikl", vecs, np.clip(vals, 0, None), vecs)
+        Xc = ann.features - ann.features.mean(axis=0)
+        H = np.einsum("ia,ic,ikl->akcl", Xc, Xc, A).reshape(9, 9)
+        lam = np.clip(np.linalg.eigvalsh(H), 0, None)
+        gamma = np.sum(lam / (lam + alpha))
+        assert alpha * np.sum(W ** 2) == pytest.approx(gamma, rel=1.1 * _evidence.RTOL)
+        fixed = dawid_skene.em(ann, variant=variant, coef_precision=alpha)
+        np.testing.assert_allclose(W, fixed["coef"].values[0, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="pooled"):
+        dawid_skene.em(ann, variant="pooled", coef_precision="auto")
+    with pytest.raises(ValueError, match=r"attrs\['coef_precision'\]"):
+        dawid_skene.build_model(ann, coef_precision="auto")
