@@ -55,7 +55,7 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
-from crowd_models.models import _chunked, _em, _registry
+from crowd_models.models import _chunked, _em, _evidence, _registry
 from crowd_models.models import _common as C
 
 __all__ = ["build_model", "em", "empirical_spread", "simulate", "predict_draws", "VARIANTS",
@@ -121,6 +121,10 @@ def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
                          f"confusion_spread), got {spread_prior!r}.")
     p["spread"] = float(spread_prior)
     if ann.features is not None:
+        if _evidence.is_auto(coef_precision):
+            raise ValueError("coef_precision='auto' (empirical Bayes) is an option of em() with "
+                             "variant 'full' or 'one_coin'; here give a number, e.g. the "
+                             "precision such a fit chose, fit.attrs['coef_precision'].")
         for name, value in (("coef_precision", coef_precision),
                             ("intercept_precision", intercept_precision)):
             if np.ndim(value) != 0 or not (np.isfinite(value) and value > 0):
@@ -760,6 +764,12 @@ def em(
     partition, the item posteriors written to its ``posterior_path``, whose
     fit has no ``item_class_prob``). Same EM, same fixed point; no ``start``.
 
+    ``coef_precision="auto"`` (full and one-coin variants, with features)
+    chooses the softmax coefficients' precision by empirical Bayes, as
+    ``two_coin.em`` does (MacKay's fixed point on the crowd labels' evidence;
+    ``attrs["coef_precision"]``, ``evidence_rounds``, ``evidence_converged``);
+    give :func:`build_model` that number for MAP or NUTS.
+
     Examples
     --------
     >>> from crowd_models.models import dawid_skene
@@ -775,9 +785,15 @@ def em(
     if variant == "hierarchical":
         raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
                          "build_model(..., variant='hierarchical').")
+    auto = _evidence.is_auto(coef_precision) and annotations.features is not None
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, DEFAULT_PRIORS["spread_prior"],
-                  coef_precision, intercept_precision)
+                  1.0 if _evidence.is_auto(coef_precision) else coef_precision,
+                  intercept_precision)
+    if auto and (variant == "pooled" or classifier is not None):
+        raise ValueError("coef_precision='auto' chooses the softmax classifier's precision of "
+                         "the full and one-coin variants; give a number for the pooled variant, "
+                         "and a classifier= its own regularisation.")
     if start is not None:
         start = np.asarray(start, dtype=float)
         if start.shape != (annotations.n_items, annotations.n_classes):
@@ -789,17 +805,16 @@ def em(
     spread = _pooled_spread(annotations, pri, variant, spread)
     if variant == "pooled":
         return _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate)
-    if start is None:
-        params = _start(annotations, pri, variant)
+    attrs = {}
+    if auto:
+        params, n_iter, converged, attrs = _evidence_em(annotations, pri, variant, start, tol,
+                                                        max_iter, accelerate)
+        pri = {**pri, "coef_sd": attrs["coef_precision"] ** -0.5}
     else:
-        params = _m_step(annotations, start, pri, variant)
-    params, n_iter, converged = _em.run_em(
-        lambda prm: _joint(annotations, prm),
-        lambda prob, prev: _m_step(annotations, prob, pri, variant, previous=prev),
-        params, tol=tol, max_iter=max_iter,
-        objective=lambda prm: _log_posterior(annotations, prm, pri, variant),
-        supports=_EM_SUPPORTS, accelerate=accelerate,
-    )
+        params = (_start(annotations, pri, variant) if start is None
+                  else _m_step(annotations, start, pri, variant))
+        params, n_iter, converged = _run_em(annotations, pri, variant, params, tol, max_iter,
+                                            accelerate)
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,
@@ -809,10 +824,50 @@ def em(
             "log_likelihood": float(item_ll.sum()),
             # _log_posterior at params, from the posterior just computed
             "log_posterior": float(item_ll.sum()) + _log_prior_params(params, pri, variant),
-            "n_iter": n_iter, "converged": int(converged),
+            "n_iter": n_iter, "converged": int(converged), **attrs,
         },
         supports=_EM_SUPPORTS,
     )
+
+
+def _run_em(ann, pri, variant, params, tol, max_iter, accelerate):
+    return _em.run_em(
+        lambda prm: _joint(ann, prm),
+        lambda prob, prev: _m_step(ann, prob, pri, variant, previous=prev),
+        params, tol=tol, max_iter=max_iter,
+        objective=lambda prm: _log_posterior(ann, prm, pri, variant),
+        supports=_EM_SUPPORTS, accelerate=accelerate,
+    )
+
+
+def _evidence_em(ann, pri, variant, start, tol, max_iter, accelerate):
+    """:func:`em` with ``coef_precision="auto"``: EM at a precision alpha, then
+    alpha <- gamma / |coef|^2 with gamma from the crowd labels' curvature
+    (``_evidence``), the next EM warm started, until alpha settles; in the
+    features' row space when they outnumber the items."""
+    X, basis = _evidence.row_space(ann.features)
+    reduced = ann if basis is None else ann.with_features(X)
+
+    def fit_at(alpha, previous):
+        pri_a = {**pri, "coef_sd": alpha ** -0.5}
+        if previous is not None:
+            params = previous[0]
+        else:
+            params = (_start(reduced, pri_a, variant) if start is None
+                      else _m_step(reduced, start, pri_a, variant))
+        params, n_iter, converged = _run_em(reduced, pri_a, variant, params, tol, max_iter,
+                                            accelerate)
+        prob, _ = C.posterior_from_joint(_joint(reduced, params))
+        prior = softmax(X @ params["coef"] + params["intercept"], axis=1)
+        n_iter += 0 if previous is None else previous[1]
+        return (params, n_iter, converged), _evidence.next_precision(
+            X, _evidence.crowd_curvature(prior, prob), params["coef"], alpha)
+
+    (params, n_iter, converged), alpha, rounds, settled = _evidence.fixed_point(fit_at)
+    if basis is not None:
+        params = {**params, "coef": basis @ params["coef"]}
+    return params, n_iter, converged, {"coef_precision": alpha, "evidence_rounds": rounds,
+                                       "evidence_converged": int(settled)}
 
 
 def _conjugate(annotations, prob, pri, variant, counts=None) -> dict:

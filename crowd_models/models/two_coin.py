@@ -28,7 +28,7 @@ from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _registry
+from crowd_models.models import _em, _evidence, _registry
 
 __all__ = ["build_model", "em", "simulate", "decoupled", "predict", "predict_draws",
            "parse_priors", "majority_vote_start", "DEFAULT_PRIORS"]
@@ -62,6 +62,10 @@ def _priors(annotations: Annotations, sensitivity_prior, specificity_prior, prev
     }
     if annotations.features is not None:
         d = annotations.n_features
+        if _evidence.is_auto(coef_precision):
+            raise ValueError("coef_precision='auto' (empirical Bayes) is an option of em() and "
+                             "decoupled(); here give a number, e.g. the precision such a fit "
+                             "chose, fit.attrs['coef_precision'].")
         gamma = C.check_positive_precision(coef_precision, "coef_precision")
         if gamma.ndim == 0:
             gamma = np.eye(d) * gamma
@@ -408,6 +412,16 @@ def em(
     fixed point in fewer steps; ``accelerate=False`` runs plain EM. The priors
     and ``positive`` are those of :func:`build_model`.
 
+    ``coef_precision="auto"`` (with features) chooses the coefficients'
+    precision alpha without gold, by empirical Bayes: EM at alpha, then MacKay's
+    update alpha <- gamma / |coef|^2 with gamma the coefficients the crowd's
+    labels determine (Laplace, the labels' marginal likelihood), the next EM
+    warm started, until alpha moves by less than 1%. The fit is the EM fit at
+    that alpha (``attrs["coef_precision"]``, with ``evidence_rounds`` and
+    ``evidence_converged``; ``n_iter`` counts every round's M-steps): pass it to
+    :func:`build_model` for MAP or NUTS. Standardise the features first (one
+    precision for all coefficients).
+
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity``, ``prevalence`` or ``coef``/``intercept``,
     ``item_class_prob``; the Beta approximations of sec. 7.1
@@ -437,17 +451,19 @@ def em(
     """
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
+    auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
-                  coef_precision, intercept_precision)
+                  1.0 if auto else coef_precision, intercept_precision)
     if classifier is not None:
         return _classifier_em(annotations, pri, classifier, tol, max_iter)
-    params, n_iter, converged = _em.run_em(
-        lambda prm: _joint(annotations, prm),
-        lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
-        _start(annotations, pri), tol=tol, max_iter=max_iter,
-        objective=lambda prm: _log_posterior(annotations, prm, pri), supports=_EM_SUPPORTS,
-        accelerate=accelerate,
-    )
+    attrs = {}
+    if auto and annotations.features is not None:
+        params, n_iter, converged, attrs = _evidence_em(annotations, pri, tol, max_iter,
+                                                        accelerate)
+        pri = {**pri, "gamma": np.eye(annotations.n_features) * attrs["coef_precision"]}
+    else:
+        params, n_iter, converged = _run_em(annotations, pri, _start(annotations, pri), tol,
+                                            max_iter, accelerate)
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())
     extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, prob[:, 1],
@@ -458,10 +474,47 @@ def em(
         attrs={
             "family": "two_coin", "variant": "", "method": "em", "log_likelihood": loglik,
             "log_posterior": _log_posterior(annotations, params, pri),
-            "n_iter": n_iter, "converged": int(converged),
+            "n_iter": n_iter, "converged": int(converged), **attrs,
         },
         supports=_EM_SUPPORTS,
     )
+
+
+def _run_em(annotations, pri, start, tol, max_iter, accelerate):
+    return _em.run_em(
+        lambda prm: _joint(annotations, prm),
+        lambda prob, prev: _m_step(annotations, prob[:, 1], pri, previous=prev),
+        start, tol=tol, max_iter=max_iter,
+        objective=lambda prm: _log_posterior(annotations, prm, pri), supports=_EM_SUPPORTS,
+        accelerate=accelerate,
+    )
+
+
+def _evidence_em(annotations, pri, tol, max_iter, accelerate):
+    """:func:`em` with ``coef_precision="auto"``: EM at a precision alpha, then
+    alpha <- gamma / |coef|^2 with gamma from the crowd labels' curvature
+    (``_evidence``), the next EM warm started, until alpha settles; in the
+    features' row space when they outnumber the items."""
+    X, basis = _evidence.row_space(annotations.features)
+    reduced = annotations if basis is None else annotations.with_features(X)
+    d = X.shape[1]
+
+    def fit_at(alpha, previous):
+        pri_a = {**pri, "gamma": np.eye(d) * alpha}
+        start = _start(reduced, pri_a) if previous is None else previous[0]
+        params, n_iter, converged = _run_em(reduced, pri_a, start, tol, max_iter, accelerate)
+        prob, _ = C.posterior_from_joint(_joint(reduced, params))
+        prior = np.exp(_log_prior_classes(params, X))
+        curvature = _evidence.crowd_curvature(prior, prob)[:, 1:, 1:]
+        n_iter += 0 if previous is None else previous[1]
+        return (params, n_iter, converged), _evidence.next_precision(
+            X, curvature, params["coef"], alpha)
+
+    (params, n_iter, converged), alpha, rounds, settled = _evidence.fixed_point(fit_at)
+    if basis is not None:
+        params = {**params, "coef": basis @ params["coef"]}
+    return params, n_iter, converged, {"coef_precision": alpha, "evidence_rounds": rounds,
+                                       "evidence_converged": int(settled)}
 
 
 def _classifier_em(annotations, pri, classifier, tol, max_iter) -> xr.Dataset:
@@ -491,7 +544,8 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
 
     Returns the no-feature EM fit with ``coef`` and ``intercept`` added (fitted
     with ``coef_precision``/``intercept_precision``); ``positive`` as in
-    :func:`build_model`.
+    :func:`build_model`. ``coef_precision="auto"`` picks the precision by the
+    evidence of the soft labels (as :func:`em` does; ``attrs["coef_precision"]``).
 
     Examples
     --------
@@ -502,11 +556,18 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     if annotations.features is None:
         raise ValueError("decoupled() needs annotations with features.")
-    pri = _priors(annotations, **{**DEFAULT_PRIORS, **priors})
+    auto = _evidence.is_auto(priors.get("coef_precision", DEFAULT_PRIORS["coef_precision"]))
+    pri = _priors(annotations, **{**DEFAULT_PRIORS, **priors,
+                                  **({"coef_precision": 1.0} if auto else {})})
     first = em(annotations.with_features(None), **{
         k: v for k, v in priors.items() if k not in ("coef_precision", "intercept_precision")})
     mu = first["item_class_prob"].values[0, 0, :, 1]
-    coef, intercept = _fit_logistic(annotations.features, mu, pri["gamma"], pri["tau"])
+    if auto:
+        coef, intercept, alpha = _evidence.logistic_evidence(_fit_logistic, annotations.features,
+                                                             mu, pri["tau"])
+        first = first.assign_attrs(coef_precision=alpha)
+    else:
+        coef, intercept = _fit_logistic(annotations.features, mu, pri["gamma"], pri["tau"])
     coords = {D.FEATURE: annotations.feature_names}
     return first.assign(
         coef=((D.CHAIN, D.DRAW, D.FEATURE), coef[None, None]),
