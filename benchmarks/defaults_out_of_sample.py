@@ -28,9 +28,12 @@ pseudo-BMA``: the same comparison's eligible candidates averaged with the weight
 ``auto_fit(average=...)`` gives them (``auto.model_weights`` on the hidden
 labels' log scores), their EMs' item probabilities; ``auto no pooled`` and
 ``stacking no pooled``: the same with the pooled model left out of the eligible
-candidates; and one-coin Dawid-Skene and GLAD
-with the class shares held at uniform ("one-coin uniform", "GLAD uniform": a
-prevalence concentration of :data:`UNIFORM`). ``--rules`` runs some of them (full
+candidates; one-coin Dawid-Skene, GLAD and the spammer model
+with the class shares held at uniform ("one-coin uniform", "GLAD uniform",
+"spammer uniform": a prevalence concentration of :data:`UNIFORM`); and
+mean-field variational Bayes of full Dawid-Skene and of the spammer model
+("DS VB", "spammer VB", each also "uniform": :func:`variational`, not a
+package function). ``--rules`` runs some of them (full
 DS and majority vote always: the criteria's references). The latent ordinal candidate is
 left out of ``auto`` on the ordered sets (web search, adult content): it has no
 EM, and ``model_choice.py`` measured its held-out score below the pooled
@@ -76,9 +79,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.special import digamma
 
 import crowd_models as cm
 from crowd_models import auto
+from crowd_models.models import _common as C
 from crowd_models.models import community, dawid_skene, item_difficulty, spammer
 
 HERE = Path(__file__).resolve().parent
@@ -93,7 +98,8 @@ on which the pooled model's rows collapse into a catch-all class, as issue 42
 reports of a sparse crowd we do not have."""
 RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
          "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
-         "stacking no pooled", "one-coin uniform", "GLAD uniform")
+         "stacking no pooled", "one-coin uniform", "GLAD uniform", "spammer uniform", "spammer VB",
+         "spammer VB uniform", "DS VB", "DS VB uniform")
 AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
@@ -145,6 +151,11 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         "one-coin uniform": lambda: dawid_skene.em(ann, variant="one_coin",
                                                    prevalence_prior=UNIFORM),
         "GLAD uniform": lambda: item_difficulty.em(ann, prevalence_prior=UNIFORM),
+        "spammer uniform": lambda: spammer.em(ann, prevalence_prior=UNIFORM),
+        "spammer VB": lambda: variational(ann, "spammer"),
+        "spammer VB uniform": lambda: variational(ann, "spammer", UNIFORM),
+        "DS VB": lambda: variational(ann, "DS"),
+        "DS VB uniform": lambda: variational(ann, "DS", UNIFORM),
     }
     averaging = [rule for rule in AVERAGED if rule in rules]
     needed = (set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
@@ -173,6 +184,45 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
             prob[rule] = sum(w * candidate[name][0] for name, w in weights.items())
             seconds[rule] = scoring + sum(candidate[name][1] for name in weights.index)
     return _scored(prob, seconds, rules, ann, accuracy, chosen)
+
+
+def variational(ann: cm.Annotations, model: str, prevalence=2.0, tol=1e-9, max_iter=5000):
+    """Mean-field variational Bayes of full Dawid-Skene (IBCC) or the spammer model
+    (MACE as its authors fit it), the package's prior concentrations, from
+    majority vote: the E-step weighs each label by exp(E log theta) under the
+    Dirichlet (Beta) posteriors of the last M-step instead of by their mode.
+    Returns the item posteriors (iterated until they move by less than ``tol``)."""
+    K = ann.n_classes
+    prob = cm.majority_vote(ann).to_numpy()
+    eye = np.eye(K, dtype=bool)
+
+    def elog(alpha):
+        return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
+
+    share = 0.5  # of a matching label's odds of coming from the truth (spammer)
+    for _ in range(max_iter):
+        counts = C.expected_counts(ann, prob)  # (annotator, true, label)
+        if model == "DS":
+            # the package's default confusion prior: 3 on the diagonal, 1 + 1/(K - 1) off it
+            log_conf = elog(np.where(eye, 3.0, 1 + 1 / (K - 1)) + counts)
+        else:
+            # a matching label came from the truth with odds t~ : (1 - t)~ s~_k
+            matching = np.diagonal(counts, axis1=1, axis2=2)
+            truthful = share * matching
+            spam = counts.sum(axis=1) - truthful
+            a, b = spammer.DEFAULT_PRIORS["trustworthiness_prior"]
+            trust = np.stack([a + truthful.sum(axis=1), b + spam.sum(axis=1)], axis=1)
+            log_t, log_f = elog(trust).T
+            log_s = elog(spammer.DEFAULT_PRIORS["spam_prior"] + spam)
+            share = np.exp(log_t[:, None] - np.logaddexp(log_t[:, None], log_f[:, None] + log_s))
+            log_conf = np.logaddexp(np.where(eye, log_t[:, None, None], -np.inf),
+                                    log_f[:, None, None] + log_s[:, None, :])
+        log_prev = elog(prevalence + prob.sum(axis=0))
+        new, _ = C.posterior_from_joint(C.item_joint_np(log_conf, ann) + log_prev)
+        moved, prob = np.abs(new - prob).max(), new
+        if moved < tol:
+            break
+    return prob
 
 
 def _timed_comparison(ann: cm.Annotations):
