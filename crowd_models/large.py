@@ -3,7 +3,7 @@ read a block of items at a time.
 
 Two containers that the EMs of the families whose E- and M-steps are sums over
 items accept in place of ``Annotations`` (today ``dawid_skene.em``, variants
-``"full"`` and ``"one_coin"``):
+``"full"`` and ``"one_coin"``, and ``spammer.em``):
 
 * :class:`ChunkedAnnotations`: in memory, rows sorted by item, each label one
   code ``annotator * n_classes + label`` in the narrowest unsigned type (2 bytes

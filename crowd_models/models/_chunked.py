@@ -184,8 +184,10 @@ def run_em(ann, *, log_rates, m_step, log_prior, supports, tol: float, max_iter:
     """EM on a ChunkedAnnotations or DaskAnnotations from the soft majority vote.
 
     ``log_rates(params)`` -> (log confusion (annotator, true_class, label_class),
-    log class prior (K,)); ``m_step(counts, totals)`` -> params, with counts
-    (annotator, true_class, label_class); ``log_prior(params)`` the parameters'
+    log class prior (K,)); ``m_step(counts, totals, params)`` -> the next params,
+    with counts (annotator, true_class, label_class) and totals (K,) of the item
+    posteriors at ``params`` (None for the majority vote's pass, the start);
+    ``log_prior(params)`` the parameters'
     log prior (the objective adds it to the pass's log-likelihood)."""
     J, K = ann.n_annotators, ann.n_classes
     blocks = dask_blocks(ann) if isinstance(ann, DaskAnnotations) else None
@@ -219,12 +221,12 @@ def run_em(ann, *, log_rates, m_step, log_prior, supports, tol: float, max_iter:
 
     def em_map(params):
         sums = sums_at(params)
-        return m_step(counts(sums), sums.totals)
+        return m_step(counts(sums), sums.totals, params)
 
     passes: list = []
     vote = one_pass(None)
     params, n_iter, converged = _em.iterate_em_map(
-        em_map, m_step(counts(vote), vote.totals), tol=tol, max_iter=max_iter,
+        em_map, m_step(counts(vote), vote.totals, None), tol=tol, max_iter=max_iter,
         supports=supports, accelerate=accelerate,
         objective=lambda prm: sums_at(prm).log_likelihood + log_prior(prm),
         nonfinite_message="EM produced non-finite parameters; use priors with a, b > 1 "

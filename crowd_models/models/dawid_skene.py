@@ -895,8 +895,8 @@ def _large_em(annotations, variant, chunk_items, priors, controls, tol, max_iter
                          f"variant={variant!r}; pass variant='full' or 'one_coin'.")
     pri = _priors(annotations, variant, *priors, DEFAULT_PRIORS["spread_prior"], None, None)
     fit = _chunked.run_em(
-        annotations, m_step=lambda counts, totals: {**_rates(counts, pri, variant),
-                                                   **_prevalence(totals, pri)},
+        annotations, m_step=lambda counts, totals, _: {**_rates(counts, pri, variant),
+                                                      **_prevalence(totals, pri)},
         log_rates=lambda prm: (np.log(np.clip(prm["confusion"], C.PROB_FLOOR, 1)),
                                _log_prior_classes(prm, None)[0]),
         log_prior=lambda prm: _log_prior_params(prm, pri, variant),

@@ -28,8 +28,8 @@ import xarray as xr
 from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
+from crowd_models.models import _chunked, _em, _registry
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _registry
 
 __all__ = ["build_model", "em", "simulate", "DEFAULT_PRIORS"]
 
@@ -95,10 +95,10 @@ def _joint(ann, params):
     return C.item_joint_np(np.log(conf), ann) + np.log(prev)[None, :]
 
 
-def _switch_counts(ann, prob, params):
+def _switch_counts(counts, params):
     """Expected (from-truth labels, spam labels per label class) of each annotator,
-    given the item posterior ``prob`` and the current trust and spam shares."""
-    counts = C.expected_counts(ann, prob)  # (annotator, true_class, label_class)
+    given the expected (annotator, true_class, label_class) ``counts`` of the item
+    posterior and the current trust and spam shares."""
     trust = np.clip(params["trustworthiness"], C.PROB_FLOOR, 1)[:, None]
     share = np.clip(params["spam_share"], C.PROB_FLOOR, 1)
     matching = np.diagonal(counts, axis1=1, axis2=2)  # labels l on items of class l
@@ -129,14 +129,21 @@ def _dirichlet_rows(confusion, trust_a, trust_b, spam_alpha) -> np.ndarray:
 def _m_step(ann, prob, pri, previous):
     """One M-step of the EM over (true class, spam switch): closed-form Beta and
     Dirichlet modes of the expected counts."""
-    truthful, spam = _switch_counts(ann, prob, previous)
+    return _m_step_counts(C.expected_counts(ann, prob), prob.sum(axis=0), pri, previous)
+
+
+def _m_step_counts(counts, totals, pri, previous):
+    """:func:`_m_step` from the expected (annotator, true_class, label_class)
+    ``counts`` and class ``totals`` of the item posterior (all it reads of the
+    labels, so that the chunked EM can sum them a block of items at a time)."""
+    truthful, spam = _switch_counts(counts, previous)
     a, b = pri["trust"]
     trust = (truthful + a - 1) / (truthful + spam.sum(axis=1) + a + b - 2)
     num = spam + pri["spam"] - 1
     den = num.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(den > 0, num / den, 1.0 / ann.n_classes)
-    prev = prob.sum(axis=0) + pri["prevalence"] - 1
+        share = np.where(den > 0, num / den, 1.0 / counts.shape[-1])
+    prev = totals + pri["prevalence"] - 1
     return {"trustworthiness": trust, "spam_share": share, "prevalence": prev / prev.sum()}
 
 
@@ -144,20 +151,30 @@ def _log_posterior(ann, params, pri) -> float:
     """The objective of EM and of find_MAP (no Jacobian): marginal log-likelihood
     plus log prior."""
     _, item_ll = C.posterior_from_joint(_joint(ann, params))
+    return float(item_ll.sum() + _log_prior(params, pri))
+
+
+def _log_prior(params, pri) -> float:
     lp = C.beta_logpdf_nojac(params["trustworthiness"], *pri["trust"]).sum()
     lp += C.dirichlet_logpdf_nojac(params["spam_share"], pri["spam"])
     lp += C.dirichlet_logpdf_nojac(params["prevalence"], pri["prevalence"])
-    return float(item_ll.sum() + lp)
+    return float(lp)
 
 
 def _start(ann, pri):
-    """One M-step from the soft majority vote, each annotator's spam share seeded by
-    how often they give each class, trust by 1/2."""
-    used = np.zeros((ann.n_annotators, ann.n_classes))
-    np.add.at(used, (ann.annotator_idx, ann.labels), 1.0)
-    used = (used + 1) / (used + 1).sum(axis=1, keepdims=True)
-    seed = {"trustworthiness": np.full(ann.n_annotators, 0.5), "spam_share": used}
-    return _m_step(ann, majority_vote(ann).values, pri, seed)
+    """One M-step from the soft majority vote (:func:`_start_counts`)."""
+    vote = majority_vote(ann).values
+    return _start_counts(C.expected_counts(ann, vote), vote.sum(axis=0), pri)
+
+
+def _start_counts(counts, totals, pri):
+    """One M-step from the vote's expected counts, each annotator's spam share seeded
+    by how often they give each class (their counts summed over the true class),
+    trust by 1/2."""
+    used = counts.sum(axis=1) + 1
+    seed = {"trustworthiness": np.full(len(counts), 0.5),
+            "spam_share": used / used.sum(axis=1, keepdims=True)}
+    return _m_step_counts(counts, totals, pri, seed)
 
 
 # ----------------------------------------------------------------- factory
@@ -236,6 +253,7 @@ def em(
     tol: float = 1e-10,
     max_iter: int = 10_000,
     accelerate: bool = True,
+    chunk_items: int | None = None,
 ) -> xr.Dataset:
     """MAP-EM of the spammer model, from the majority-vote start.
 
@@ -248,6 +266,15 @@ def em(
     so both reach the same mode. Stops when an EM step moves no parameter by
     more than ``tol``; ``accelerate`` extrapolates the steps by SQUAREM
     (``_em.iterate_em_map``).
+
+    Large crowds: ``annotations`` may be a
+    :class:`~crowd_models.large.ChunkedAnnotations` (narrow codes, read
+    ``chunk_items`` items at a time; ``chunk_items=`` with ``Annotations`` builds
+    one) or a :class:`~crowd_models.large.DaskAnnotations` (a pass per Dask
+    partition, the item posteriors written to its ``posterior_path``, whose fit
+    has no ``item_class_prob``). The M-step reads only the expected
+    (annotator, true class, label) counts and class totals, so it is the same EM
+    with the same fixed point.
 
     Returns
     -------
@@ -264,6 +291,10 @@ def em(
     >>> fit = spammer.em(cm.datasets.load_web_search())
     >>> cm.report.annotator_summary(fit, rank_by="trustworthiness_mean").head()
     """
+    if chunk_items is not None or not isinstance(annotations, Annotations):
+        return _large_em(annotations, chunk_items,
+                         (trustworthiness_prior, spam_prior, prevalence_prior), tol, max_iter,
+                         accelerate)
     _require(annotations)
     pri = _priors(annotations, trustworthiness_prior, spam_prior, prevalence_prior)
     params, n_iter, converged = _em.run_em(
@@ -274,23 +305,59 @@ def em(
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
-    truthful, spam = _switch_counts(annotations, prob, params)
+    return _dataset(annotations, params, prob, C.expected_counts(annotations, prob), pri,
+                    float(item_ll.sum()), _log_posterior(annotations, params, pri),
+                    n_iter, converged)
+
+
+def _dataset(annotations, params, prob, counts, pri, log_likelihood, log_posterior, n_iter,
+             converged, **attrs) -> xr.Dataset:
+    """The EM's Dataset (in memory or chunked) from its fixed point and the expected
+    counts of its last E-step; ``prob`` None for a fit whose item posteriors
+    stayed on disk."""
+    truthful, spam = _switch_counts(counts, params)
     a, b = pri["trust"]
     confusion = confusion_of(params["trustworthiness"], params["spam_share"])
     trust_ab = (a + truthful, b + spam.sum(axis=1))
     alpha = _dirichlet_rows(confusion, *trust_ab, pri["spam"] + spam)
+    values = {**params, "confusion": confusion}
+    if prob is not None:
+        values["item_class_prob"] = prob
     return C.em_dataset(
-        annotations, {**params, "confusion": confusion, "item_class_prob": prob}, _DIMS,
+        annotations, values, _DIMS,
         extra={"n_labels": ((D.ANNOTATOR,), annotations.n_labels()),
                "trustworthiness_alpha": ((D.ANNOTATOR,), trust_ab[0]),
                "trustworthiness_beta": ((D.ANNOTATOR,), trust_ab[1]),
                "confusion_alpha": (_DIMS["confusion"], alpha)},
         attrs={"family": "spammer", "variant": "", "method": "em",
-               "log_likelihood": float(item_ll.sum()),
-               "log_posterior": _log_posterior(annotations, params, pri),
-               "n_iter": n_iter, "converged": int(converged)},
+               "log_likelihood": log_likelihood, "log_posterior": log_posterior,
+               "n_iter": n_iter, "converged": int(converged), **attrs},
         supports=_EM_SUPPORTS,
     )
+
+
+def _large_em(annotations, chunk_items, pri_args, tol, max_iter, accelerate) -> xr.Dataset:
+    """:func:`em` a block of items (or a Dask partition) at a time (``_chunked``)."""
+    annotations = _chunked.large_annotations(annotations, chunk_items, "the spammer model", {})
+    pri = _priors(annotations, *pri_args)
+
+    def m_step(counts, totals, previous):
+        if previous is None:  # the majority vote's pass
+            return _start_counts(counts, totals, pri)
+        return _m_step_counts(counts, totals, pri, previous)
+
+    def log_rates(params):
+        conf = confusion_of(params["trustworthiness"], params["spam_share"])
+        return (np.log(np.clip(conf, C.PROB_FLOOR, 1)),
+                np.log(np.clip(params["prevalence"], C.PROB_FLOOR, 1)))
+
+    fit = _chunked.run_em(annotations, m_step=m_step, log_rates=log_rates,
+                          log_prior=lambda prm: _log_prior(prm, pri), supports=_EM_SUPPORTS,
+                          tol=tol, max_iter=max_iter, accelerate=accelerate)
+    ll = fit.sums.log_likelihood
+    return _dataset(fit, fit.params, fit.item_class_prob, fit.counts(), pri, ll,
+                    ll + _log_prior(fit.params, pri), fit.n_iter, fit.converged,
+                    posterior_path=str(getattr(annotations, "posterior_path", None) or ""))
 
 
 # ---------------------------------------------------------------- simulate

@@ -8,7 +8,7 @@ import pytest
 
 from crowd_models import _blocks
 from crowd_models.large import ChunkedAnnotations, DaskAnnotations
-from crowd_models.models import _chunked, dawid_skene
+from crowd_models.models import _chunked, dawid_skene, spammer
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,19 @@ def test_chunked_em_reaches_the_in_memory_fixed_point(crowd, variant):
     _same_fit(memory, chunked, names)
     assert list(chunked["annotator"].values) == list(crowd.annotators)
     assert list(chunked["item"].values) == list(crowd.items)
+
+
+def test_spammer_chunked_em_reaches_the_in_memory_fixed_point(crowd):
+    # its M-step also reads the parameters of the pass (the spam switch's E-step)
+    memory = spammer.em(crowd)
+    chunked = spammer.em(crowd, chunk_items=11)  # 28 blocks
+    _same_fit(memory, chunked, ["trustworthiness", "spam_share", "prevalence", "confusion",
+                                "item_class_prob", "n_labels"])
+    for name in ("trustworthiness_alpha", "trustworthiness_beta", "confusion_alpha"):
+        # sums of label counts (up to 130): equal to the rounding of their size
+        np.testing.assert_allclose(chunked[name].values, memory[name].values, rtol=1e-11)
+    with pytest.raises(ValueError, match="at least 1"):
+        spammer.em(crowd, chunk_items=0)
 
 
 def test_plain_chunked_em_is_plain_em(crowd):
@@ -125,6 +138,9 @@ def test_dask_em_from_parquet_without_a_cluster(crowd, tmp_path):
     fit = dawid_skene.em(crowd_dask, variant="one_coin")
     _same_fit(dawid_skene.em(crowd, variant="one_coin"), fit, ["accuracy", "prevalence"])
     assert fit.attrs["posterior_path"] == ""
+    fit = spammer.em(crowd_dask)
+    _same_fit(spammer.em(crowd), fit, ["trustworthiness", "spam_share", "prevalence"])
+    assert "item_class_prob" not in fit
 
 
 def test_dask_annotations_refuse_bad_frames(crowd):
