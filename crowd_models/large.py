@@ -3,7 +3,8 @@ read a block of items at a time.
 
 Two containers that the EMs of the families whose E- and M-steps are sums over
 items accept in place of ``Annotations`` (today ``dawid_skene.em``, variants
-``"full"`` and ``"one_coin"``, and ``spammer.em``):
+``"full"`` and ``"one_coin"``, ``spammer.em`` and ``two_coin.em`` without
+features):
 
 * :class:`ChunkedAnnotations`: in memory, rows sorted by item, each label one
   code ``annotator * n_classes + label`` in the narrowest unsigned type (2 bytes

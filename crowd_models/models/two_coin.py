@@ -27,8 +27,8 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
+from crowd_models.models import _chunked, _em, _evidence, _registry
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _evidence, _registry
 
 __all__ = ["build_model", "em", "simulate", "decoupled", "predict", "predict_draws",
            "parse_priors", "majority_vote_start", "DEFAULT_PRIORS"]
@@ -178,26 +178,45 @@ def _fit_logistic(features, target, gamma, tau, start=None, tol=1e-12, max_iter=
     return theta[:d], theta[d]
 
 
-def _m_step(annotations, mu, pri, previous=None):
-    """Raykar eqs. (14) and (16): MAP updates given P(z_i = 1) = mu."""
+def _counts(annotations, mu) -> np.ndarray:
+    """(annotator, true_class, label_class) expected label counts given P(z_i = 1) =
+    ``mu``: the sums Raykar's M-step (eq. 14) and the Beta posteriors (sec. 7.1)
+    read."""
     y = annotations.labels.astype(float)
     j = annotations.annotator_idx
     m = mu[annotations.item_idx]
     J = annotations.n_annotators
+    pos = np.bincount(j, weights=m * y, minlength=J)              # z = 1, y = 1
+    pos_total = np.bincount(j, weights=m, minlength=J)
+    neg = np.bincount(j, weights=(1 - m) * (1 - y), minlength=J)  # z = 0, y = 0
+    neg_total = np.bincount(j, weights=1 - m, minlength=J)
+    return np.stack([np.stack([neg, neg_total - neg], axis=1),
+                     np.stack([pos_total - pos, pos], axis=1)], axis=1)
+
+
+def _rates(counts, pri) -> dict:
+    """Raykar eq. (14): the MAP sensitivity and specificity given the expected counts."""
     a1, b1 = pri["sens"]
     a0, b0 = pri["spec"]
-    pos_num = np.bincount(j, weights=m * y, minlength=J) + a1 - 1
-    pos_den = np.bincount(j, weights=m, minlength=J) + a1 + b1 - 2
-    neg_num = np.bincount(j, weights=(1 - m) * (1 - y), minlength=J) + a0 - 1
-    neg_den = np.bincount(j, weights=1 - m, minlength=J) + a0 + b0 - 2
+    pos_num = counts[:, 1, 1] + a1 - 1
+    pos_den = counts[:, 1].sum(axis=1) + a1 + b1 - 2
+    neg_num = counts[:, 0, 0] + a0 - 1
+    neg_den = counts[:, 0].sum(axis=1) + a0 + b0 - 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        params = {
-            "sensitivity": np.where(pos_den > 0, pos_num / pos_den, 0.5),
-            "specificity": np.where(neg_den > 0, neg_num / neg_den, 0.5),
-        }
+        return {"sensitivity": np.where(pos_den > 0, pos_num / pos_den, 0.5),
+                "specificity": np.where(neg_den > 0, neg_num / neg_den, 0.5)}
+
+
+def _prevalence(positive, n_items, pri) -> float:
+    a, b = pri["prev"]
+    return (positive + a - 1) / (n_items + a + b - 2)
+
+
+def _m_step(annotations, mu, pri, previous=None):
+    """Raykar eqs. (14) and (16): MAP updates given P(z_i = 1) = mu."""
+    params = _rates(_counts(annotations, mu), pri)
     if annotations.features is None:
-        a, b = pri["prev"]
-        params["prevalence"] = (mu.sum() + a - 1) / (len(mu) + a + b - 2)
+        params["prevalence"] = _prevalence(mu.sum(), len(mu), pri)
     else:
         start = None
         if previous is not None:
@@ -207,20 +226,16 @@ def _m_step(annotations, mu, pri, previous=None):
     return params
 
 
-def _beta_posterior(annotations, mu, pri):
+def _beta_posterior(counts, pri):
     """Raykar sec. 7.1: Beta(a + sum mu y, b + sum mu (1 - y)) for sensitivity, and
-    likewise with 1 - mu and 1 - y for specificity, given the soft labels."""
-    y = annotations.labels.astype(float)
-    j = annotations.annotator_idx
-    m = mu[annotations.item_idx]
-    J = annotations.n_annotators
+    likewise with 1 - mu and 1 - y for specificity, from the expected counts."""
     a1, b1 = pri["sens"]
     a0, b0 = pri["spec"]
     return {
-        "sensitivity_alpha": a1 + np.bincount(j, weights=m * y, minlength=J),
-        "sensitivity_beta": b1 + np.bincount(j, weights=m * (1 - y), minlength=J),
-        "specificity_alpha": a0 + np.bincount(j, weights=(1 - m) * (1 - y), minlength=J),
-        "specificity_beta": b0 + np.bincount(j, weights=(1 - m) * y, minlength=J),
+        "sensitivity_alpha": a1 + counts[:, 1, 1],
+        "sensitivity_beta": b1 + counts[:, 1, 0],
+        "specificity_alpha": a0 + counts[:, 0, 0],
+        "specificity_beta": b0 + counts[:, 0, 1],
     }
 
 
@@ -401,6 +416,7 @@ def em(
     max_iter: int = 10_000,
     accelerate: bool = True,
     classifier=None,
+    chunk_items: int | None = None,
 ) -> xr.Dataset:
     """Raykar et al.'s MAP-EM, from the majority-vote start.
 
@@ -443,12 +459,27 @@ def em(
     ``attrs["classifier"]`` naming it. ``fit_map`` and ``sample`` keep the
     logistic regression.
 
+    Large crowds (no features): ``annotations`` may be a
+    :class:`~crowd_models.large.ChunkedAnnotations` (read ``chunk_items`` items
+    at a time; ``chunk_items=`` with ``Annotations`` builds one) or a
+    :class:`~crowd_models.large.DaskAnnotations` (a pass per Dask partition,
+    the item posteriors written to its ``posterior_path``), with the positive
+    class second. Same EM, same fixed point.
+
     Examples
     --------
     >>> from crowd_models.models import two_coin
     >>> fit = two_coin.em(cm.datasets.load_rte())
     >>> cm.report.annotator_summary(fit).head()
     """
+    if chunk_items is not None or not isinstance(annotations, Annotations):
+        if classifier is not None or coef_precision != DEFAULT_PRIORS["coef_precision"]:
+            raise ValueError("the chunked and Dask two-coin EMs have no classifier (no "
+                             "features); leave classifier= and coef_precision= at their "
+                             "defaults.")
+        return _large_em(annotations, chunk_items, positive,
+                         (sensitivity_prior, specificity_prior, prevalence_prior), tol,
+                         max_iter, accelerate)
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
     auto = _evidence.is_auto(coef_precision)
@@ -466,18 +497,48 @@ def em(
                                             max_iter, accelerate)
     prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
     loglik = float(item_ll.sum())
-    extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(annotations, prob[:, 1],
-                                                                 pri).items()}
+    return _dataset(annotations, {**params, "item_class_prob": prob},
+                    _counts(annotations, prob[:, 1]), pri, {
+                        "log_likelihood": loglik,
+                        "log_posterior": _log_posterior(annotations, params, pri),
+                        "n_iter": n_iter, "converged": int(converged), **attrs})
+
+
+def _dataset(annotations, values, counts, pri, attrs) -> xr.Dataset:
+    """The EM's Dataset (in memory or chunked): its values, the Beta posteriors of
+    the last E-step's expected ``counts``, and the labels per annotator."""
+    extra = {k: ((D.ANNOTATOR,), v) for k, v in _beta_posterior(counts, pri).items()}
     extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())
-    return C.em_dataset(
-        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
-        attrs={
-            "family": "two_coin", "variant": "", "method": "em", "log_likelihood": loglik,
-            "log_posterior": _log_posterior(annotations, params, pri),
-            "n_iter": n_iter, "converged": int(converged), **attrs,
-        },
-        supports=_EM_SUPPORTS,
-    )
+    return C.em_dataset(annotations, values, _DIMS, extra=extra,
+                        attrs={"family": "two_coin", "variant": "", "method": "em", **attrs},
+                        supports=_EM_SUPPORTS)
+
+
+def _large_em(annotations, chunk_items, positive, priors, tol, max_iter, accelerate):
+    """:func:`em` a block of items (or a Dask partition) at a time (``_chunked``)."""
+    annotations = _chunked.large_annotations(annotations, chunk_items, "the two-coin model", {})
+    if annotations.n_classes != 2 or (positive is not None
+                                      and positive != annotations.classes[1]):
+        raise ValueError(f"the chunked two-coin EM needs two classes, the positive one second "
+                         f"(classes {list(annotations.classes)}, positive={positive!r}); "
+                         f"order the classes so, or use dawid_skene.em.")
+    pri = _priors(annotations, *priors, None, None)
+    fit = _chunked.run_em(
+        annotations,
+        m_step=lambda counts, totals, _: {**_rates(counts, pri), "prevalence": _prevalence(
+            totals[1], totals.sum(), pri)},
+        log_rates=lambda prm: (_log_confusion(prm["sensitivity"], prm["specificity"]),
+                               _log_prior_classes(prm, None)[0]),
+        log_prior=lambda prm: _log_prior_params(prm, pri), supports=_EM_SUPPORTS, tol=tol,
+        max_iter=max_iter, accelerate=accelerate)
+    values = dict(fit.params)
+    if fit.item_class_prob is not None:
+        values["item_class_prob"] = fit.item_class_prob
+    ll = fit.sums.log_likelihood
+    return _dataset(fit, values, fit.counts(), pri, {
+        "log_likelihood": ll, "log_posterior": ll + _log_prior_params(fit.params, pri),
+        "n_iter": fit.n_iter, "converged": int(fit.converged),
+        "posterior_path": str(getattr(annotations, "posterior_path", None) or "")})
 
 
 def _run_em(annotations, pri, start, tol, max_iter, accelerate):
@@ -526,16 +587,11 @@ def _classifier_em(annotations, pri, classifier, tol, max_iter) -> xr.Dataset:
         log_confusion=lambda prm: _log_confusion(prm["sensitivity"], prm["specificity"]),
         tol=tol, max_iter=max_iter)
     params.pop("prevalence", None)
-    extra = {k: ((D.ANNOTATOR,), v)
-             for k, v in _beta_posterior(annotations, prob[:, 1], pri).items()}
-    extra["n_labels"] = ((D.ANNOTATOR,), annotations.n_labels())
-    return C.em_dataset(
-        annotations, {**params, "item_class_prob": prob}, _DIMS, extra=extra,
-        attrs={"family": "two_coin", "variant": "", "method": "em",
-               "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
-               "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged)},
-        supports=_EM_SUPPORTS,
-    )
+    return _dataset(annotations, {**params, "item_class_prob": prob},
+                    _counts(annotations, prob[:, 1]), pri, {
+                        "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
+                        "classifier": repr(classifier), "n_iter": n_iter,
+                        "converged": int(converged)})
 
 
 def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Dataset:

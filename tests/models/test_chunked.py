@@ -8,7 +8,7 @@ import pytest
 
 from crowd_models import _blocks
 from crowd_models.large import ChunkedAnnotations, DaskAnnotations
-from crowd_models.models import _chunked, dawid_skene, spammer
+from crowd_models.models import _chunked, dawid_skene, spammer, two_coin
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,22 @@ def test_spammer_chunked_em_reaches_the_in_memory_fixed_point(crowd):
         np.testing.assert_allclose(chunked[name].values, memory[name].values, rtol=1e-11)
     with pytest.raises(ValueError, match="at least 1"):
         spammer.em(crowd, chunk_items=0)
+
+
+def test_two_coin_chunked_em_reaches_the_in_memory_fixed_point():
+    binary = two_coin.simulate([0.9, 0.8, 0.65, 0.55], [0.85, 0.7, 0.75, 0.5], n_items=400,
+                               prevalence=0.3, rng=3)
+    memory = two_coin.em(binary)
+    chunked = two_coin.em(binary, chunk_items=9)  # 45 blocks
+    _same_fit(memory, chunked, ["sensitivity", "specificity", "prevalence",
+                                "item_class_prob", "n_labels"])
+    for name in ("sensitivity_alpha", "sensitivity_beta", "specificity_alpha",
+                 "specificity_beta"):
+        np.testing.assert_allclose(chunked[name].values, memory[name].values, rtol=1e-11)
+    with pytest.raises(ValueError, match="positive one second"):
+        two_coin.em(binary, chunk_items=9, positive=binary.classes[0])
+    with pytest.raises(ValueError, match="no classifier"):
+        two_coin.em(binary, chunk_items=9, coef_precision="auto")
 
 
 def test_plain_chunked_em_is_plain_em(crowd):

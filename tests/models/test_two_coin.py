@@ -310,7 +310,7 @@ def test_bad_input():
         two_coin.build_model(three)
     with pytest.raises(ValueError, match="exactly 2 classes"):
         two_coin.em(three)
-    with pytest.raises(TypeError, match="expects an Annotations"):
+    with pytest.raises(TypeError, match="expects Annotations, ChunkedAnnotations or Dask"):
         two_coin.em(pd.DataFrame())
     ann = _tiny(False)
     with pytest.raises(ValueError, match="a >= 1 and b >= 1"):
