@@ -19,17 +19,22 @@ item-difficulty EM (GLAD), and ``auto_fit`` with its defaults (the family its
 gold-free choice takes, fitted by MAP). crowd-kit 1.4.2, in its own virtual
 environment (made with uv as in ``crowdkit.py``, reused from
 ``benchmarks/.crowdkit-venv``), with its defaults: MajorityVote, DawidSkene
-(n_iter=100), OneCoinDawidSkene, GLAD, MACE. One more crowd-kit column, "ck
-DS converged" (DawidSkene run to a change of its loss below 1e-10, at most
-100,000 iterations), says whether a DawidSkene number comes from stopping
-early; it is not counted in crowd-kit's best. Printed: one row per set with
-every method's accuracy over the items with gold (a hard label per item: the
-most probable class, ties to the first class for ours), and, per set, our best
-and crowd-kit's best with the gap, then ``auto_fit``'s choice against
-crowd-kit's best, item by item: the items with gold that only one of the two
-gets right, each side's count, and the exact two-sided McNemar p-value (the
-binomial test of that split against one half). A gap of a few items with a
-large p-value is one the gold cannot tell from chance.
+(n_iter=100), OneCoinDawidSkene, GLAD, MACE. One more crowd-kit column, "ck DS
+converged" (DawidSkene run to a change of its loss below 1e-10, at most 100,000
+iterations), says whether a DawidSkene number comes from stopping early; and
+"ck MACE aligned" (MACE on the same rows in an order its M-step reads
+correctly, ``CROWDKIT_RUNS``) says whether a MACE number comes from crowd-kit's
+misaligned spam shares. Neither is counted in crowd-kit's best. Printed: one
+row per set with every method's accuracy over the items with gold (a hard label
+per item: the most probable class, ties to the first class for ours), and, per
+set, our best and crowd-kit's best with the gap, then ``auto_fit``'s choice
+against crowd-kit's best, item by item: the items with gold that only one of
+the two gets right, each side's count, and the exact two-sided McNemar p-value
+(the binomial test of that split against one half); last, the items right
+summed over the sets (``auto_fit``, each crowd-kit method, and crowd-kit's best
+per set picked with the gold), and the sets where ``auto_fit`` falls below full
+Dawid-Skene EM by more than 0.01 or below majority vote. A gap of a few items
+with a large p-value is one the gold cannot tell from chance.
 """
 
 from __future__ import annotations
@@ -56,10 +61,18 @@ SETS = ("rte", "bluebirds", "dog", "web_search", "music_genre", "sentiment", "ad
         "relevance", "mozafari", "duchenne", "wsd")
 CROWDKIT_METHODS = ("MajorityVote", "DawidSkene", "OneCoinDawidSkene", "GLAD", "MACE")
 CROWDKIT_CONVERGED = "DS converged"
+CROWDKIT_ALIGNED = "MACE aligned"
 CROWDKIT_RUNS = {**{name: (name, {}) for name in CROWDKIT_METHODS},
-                 CROWDKIT_CONVERGED: ("DawidSkene", {"n_iter": 100_000, "tol": 1e-10})}
+                 CROWDKIT_CONVERGED: ("DawidSkene", {"n_iter": 100_000, "tol": 1e-10}),
+                 CROWDKIT_ALIGNED: ("MACE", {"_rows": "aligned"})}
 """crowd-kit's columns: (aggregator, keyword arguments); the defaults but for
-the converged DawidSkene."""
+the converged DawidSkene and for "MACE aligned", crowd-kit's MACE given the same
+rows ordered so that its M-step's tables line up (``_rows``, read by the side
+script: rows sorted by label, annotators renamed to zero-padded codes in order
+of first appearance). crowd-kit 1.4.2's MACE indexes its per-annotator spam
+shares in order of first appearance but fills them from a table sorted by
+annotator name and label, so its answer depends on the order of the rows and
+the annotators' names; on these two orders the two agree."""
 
 CROWDKIT_SIDE = r"""
 import json, sys, time
@@ -67,9 +80,13 @@ import pandas as pd
 import crowdkit.aggregation as agg
 df = pd.read_csv(sys.argv[1])
 out = {}
+aligned = df.sort_values("label", kind="stable")
+codes = {w: f"w{i:07d}" for i, w in enumerate(pd.unique(aligned["worker"]))}
+aligned = aligned.assign(worker=aligned["worker"].map(codes)).reset_index(drop=True)
 for column, (name, options) in json.loads(sys.argv[2]).items():
     t0 = time.perf_counter()
-    labels = getattr(agg, name)(**options).fit_predict(df)
+    rows = aligned if options.pop("_rows", None) == "aligned" else df
+    labels = getattr(agg, name)(**options).fit_predict(rows)
     out[column] = {"labels": {str(k): int(v) for k, v in labels.items()},
                    "seconds": time.perf_counter() - t0}
 print(json.dumps(out))
@@ -160,7 +177,7 @@ def main(argv=None) -> None:
     parser.add_argument("--venv", type=Path, default=HERE / ".crowdkit-venv")
     args = parser.parse_args(argv)
     python = _crowdkit_tools().ensure_venv(args.venv, "crowd-kit==1.4.2")
-    rows, lines = {}, []
+    rows, lines, counts = {}, [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only:
             t0 = time.perf_counter()
@@ -173,6 +190,7 @@ def main(argv=None) -> None:
             right.update({f"ck {k}": v == ann.gold[known]
                           for k, v in crowdkit(python, ann, Path(tmp)).items()})
             rows[name] = {k: float(v.mean()) for k, v in right.items()}
+            counts[name] = {k: int(v.sum()) for k, v in right.items()}
             mine = {k: v for k, v in rows[name].items() if k.startswith("ours")}
             theirs = {f"ck {k}": rows[name][f"ck {k}"] for k in CROWDKIT_METHODS}
             best_ours = max(mine, key=mine.get)
@@ -190,9 +208,26 @@ def main(argv=None) -> None:
     table = pd.DataFrame(rows).T
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table.round(4).to_string())
-    print(f"auto_fit against crowd-kit's best (defaults; 'ck {CROWDKIT_CONVERGED}' not "
-          f"counted):")
+    print(f"auto_fit against crowd-kit's best (defaults; 'ck {CROWDKIT_CONVERGED}' and "
+          f"'ck {CROWDKIT_ALIGNED}' not counted):")
     print("\n".join(lines))
+    print(summed(pd.DataFrame(counts).T, table))
+
+
+def summed(counts: pd.DataFrame, accuracy: pd.DataFrame) -> str:
+    """Items right summed over the sets: ``auto_fit``, each crowd-kit method, and
+    the oracle pick of crowd-kit's methods per set; then the sets where
+    ``auto_fit`` is below full Dawid-Skene EM by more than 0.01 or below majority
+    vote (issue 42's floor)."""
+    ck = [f"ck {k}" for k in CROWDKIT_METHODS]
+    lines = [f"Items right over {len(counts)} sets: auto {counts['ours auto'].sum()}, "
+             + ", ".join(f"{k} {counts[k].sum()}" for k in ck)
+             + f"; crowd-kit's best per set (oracle) {counts[ck].max(axis=1).sum()}"]
+    short = accuracy["ours auto"] < accuracy["ours DS"] - 0.01 - 1e-9
+    below = accuracy["ours auto"] < accuracy["ours MV"] - 1e-9
+    lines.append("auto below full DS EM - 0.01 on: " + (", ".join(accuracy.index[short]) or "none")
+                 + "; below majority vote on: " + (", ".join(accuracy.index[below]) or "none"))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ pseudo-BMA``: the same comparison's eligible candidates averaged with the weight
 ``auto_fit(average=...)`` gives them (``auto.model_weights`` on the hidden
 labels' log scores), their EMs' item probabilities; ``auto no pooled`` and
 ``stacking no pooled``: the same with the pooled model left out of the eligible
-candidates; one-coin Dawid-Skene, GLAD and the spammer model
+candidates; ``auto + DS``: the best held-out score among the eligible
+candidates and full Dawid-Skene (:data:`WITH_DS`); one-coin Dawid-Skene, GLAD
+and the spammer model
 with the class shares held at uniform ("one-coin uniform", "GLAD uniform",
 "spammer uniform": a prevalence concentration of :data:`UNIFORM`); and
 mean-field variational Bayes of full Dawid-Skene and of the spammer model
@@ -99,11 +101,14 @@ reports of a sparse crowd we do not have."""
 RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
          "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
          "stacking no pooled", "one-coin uniform", "GLAD uniform", "spammer uniform", "spammer VB",
-         "spammer VB uniform", "DS VB", "DS VB uniform")
+         "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS")
 AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
 WITHOUT_POOLED = ("auto no pooled", "stacking no pooled")
+WITH_DS = ("dawid_skene",)
+"""``auto + DS``: the best held-out score among ``auto``'s eligible candidates and
+these (full Dawid-Skene)."""
 """The rules that leave the pooled model out of ``auto``'s eligible candidates (the
 same comparison, the others' scores)."""
 UNIFORM = 1e5
@@ -166,7 +171,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         for rule, fit in fits.items():
             if rule in needed:
                 prob[rule], seconds[rule] = _timed(fit)
-        if not {"auto", *averaging, *WITHOUT_POOLED} & set(rules):
+        if not {"auto", "auto + DS", *averaging, *WITHOUT_POOLED} & set(rules):
             return _scored(prob, seconds, rules, ann, accuracy, chosen)
         (table, points), scoring = (compare or (lambda: _timed_comparison(ann)))()
         chosen = auto.choose(table)
@@ -178,6 +183,12 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         best = table.loc[others, "score"].idxmax()
         prob["auto no pooled"] = candidate[best][0]
         seconds["auto no pooled"] = scoring + candidate[best][1]
+        wider = [*others, *(name for name in WITH_DS if name in table.index
+                            and name not in others)]
+        best = table.loc[wider, "score"].idxmax()
+        if best not in candidate:
+            candidate[best] = _candidate_prob(best, ann, prob, seconds)
+        prob["auto + DS"], seconds["auto + DS"] = candidate[best][0], scoring + candidate[best][1]
         for rule in averaging:
             weights = auto.model_weights(points[others if rule in WITHOUT_POOLED else eligible],
                                          AVERAGED[rule], min_weight=auto.MIN_WEIGHT)
