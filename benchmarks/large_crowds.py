@@ -115,9 +115,11 @@ sys.path.insert(0, sys.argv[1])
 import large_crowds as lc
 import crowd_models as cm
 from crowd_models.large import ChunkedAnnotations
-from crowd_models.models import dawid_skene
+from crowd_models.models import dawid_skene, spammer
 out = {"imports": lc.peak_bytes()}
 n_items, per_item, n_annotators, n_classes, chunk_items = map(int, sys.argv[2:7])
+fit_em = {"dawid_skene": lambda a: dawid_skene.em(a, variant="full"),
+          "spammer": spammer.em}[sys.argv[8]]
 t = time.perf_counter()
 sizes, annotator, label, truth = lc.narrow_crowd(n_items, per_item, n_annotators, n_classes)
 out["simulate_s"] = time.perf_counter() - t
@@ -134,7 +136,7 @@ del annotator, label
 out["store_s"] = time.perf_counter() - t
 out["stored"] = lc.peak_bytes()
 t = time.perf_counter()
-fit = dawid_skene.em(ann, variant="full")
+fit = fit_em(ann)
 out["em_s"] = time.perf_counter() - t
 out["peak"] = lc.peak_bytes()
 out["n_iter"] = int(fit.attrs["n_iter"])
@@ -376,17 +378,18 @@ def _design(n: int) -> tuple[int, int, int, int]:
     return n // 10, 10, min(max(n // 1000, 20), 10_000), 5
 
 
-def chunked_per_label(sizes: list[int], memory_up_to: int, chunk_items: int) -> dict:
-    """Full Dawid-Skene EM on narrow codes, chunked, each size in its own process: peak
-    memory and cost per label; the in-memory EM on the same labels up to
-    ``memory_up_to``. Returns size -> the chunked run's figures."""
+def chunked_per_label(sizes: list[int], memory_up_to: int, chunk_items: int,
+                      family: str = "dawid_skene") -> dict:
+    """Full Dawid-Skene EM (or ``family``'s: "spammer") on narrow codes, chunked, each
+    size in its own process: peak memory and cost per label; the in-memory EM on the
+    same labels up to ``memory_up_to``. Returns size -> the chunked run's figures."""
     here = str(Path(__file__).resolve().parent)
     print(f"       {'labels':>11} {'EM':>8} {'peak GB':>8} {'stored':>7} {'sim s':>6} "
           f"{'EM s':>7} {'iter':>5} {'EM ns/l/it':>10} {'accuracy':>8}", flush=True)
     chunked = {}
     for n in sizes:
         for mode in ("memory", "chunked") if n <= memory_up_to else ("chunked",):
-            args = [str(a) for a in (*_design(n), chunk_items, mode)]
+            args = [str(a) for a in (*_design(n), chunk_items, mode, family)]
             out = json.loads(run([sys.executable, "-c", CHUNKED_SCRIPT, here, *args])[0].stdout)
             print(f"       {n:>11,} {mode:>8} {out['peak'] / 1e9:>8.2f} "
                   f"{out['stored'] / 1e9:>7.2f} {out['simulate_s']:>6.1f} {out['em_s']:>7.1f} "
@@ -448,6 +451,9 @@ def main() -> None:
                         help="labels of the Dask against chunked comparison (0: none)")
     parser.add_argument("--chunk-items", type=int, default=65_536,
                         help="items per block of the chunked EM")
+    parser.add_argument("--family", choices=["dawid_skene", "spammer"], default="dawid_skene",
+                        help="the chunked section's EM: full Dawid-Skene (default; the "
+                             "issue's targets and the Dask run) or the spammer model")
     args = parser.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -457,7 +463,9 @@ def main() -> None:
         memory_per_label(folder, [10**5, 10**6] if args.quick else [10**5, 10**6, 10**7])
     sizes = [int(n) for n in args.chunked or ([1e5, 1e6] if args.quick else
                                               [1e5, 1e6, 1e7, 3e7, 1e8])]
-    chunked = chunked_per_label(sizes, 10**7, args.chunk_items)
+    chunked = chunked_per_label(sizes, 10**7, args.chunk_items, args.family)
+    if args.family != "dawid_skene":
+        return
     chunked_targets(chunked)
     dask_n = int(args.dask_labels) if not args.quick else 10**6
     if dask_n:
