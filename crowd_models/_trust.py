@@ -51,8 +51,13 @@ def check_identifiable(annotations, family: str) -> None:
             f"the priors and the start. Annotator quality needs items labelled by several "
             f"annotators.")
         return
-    per_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
-    if per_item.max() <= 1:
+    if hasattr(annotations, "offsets"):  # a ChunkedAnnotations: items in order
+        per_item = np.diff(annotations.offsets)
+    elif hasattr(annotations, "item_idx"):
+        per_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
+    else:  # a DaskAnnotations: the labels per item stay in its partitions
+        return
+    if per_item.max(initial=0) <= 1:
         via = (" (the features tie it to the truth only through the classifier)"
                if getattr(annotations, "features", None) is not None else "")
         warn(

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from crowd_models import _dims as D
+from crowd_models import _trust
 from crowd_models._blocks import (
     Sums,
     add_sums,
@@ -76,7 +77,15 @@ class LargeFit(NamedTuple):
 def large_annotations(annotations, chunk_items, family: str, controls: dict):
     """The container the large EM reads: ``annotations`` itself, or categorical
     ``Annotations`` narrowed into a ChunkedAnnotations of ``chunk_items`` items a
-    block; ``controls`` (start, classifier) must be None."""
+    block; ``controls`` (start, classifier) must be None. Warns, as the in-memory
+    EMs do, when the labels cannot identify annotator quality (one annotator, or
+    one label an item; a Dask crowd's labels per item are not counted)."""
+    annotations = _large_annotations(annotations, chunk_items, family, controls)
+    _trust.check_identifiable(annotations, family)
+    return annotations
+
+
+def _large_annotations(annotations, chunk_items, family: str, controls: dict):
     used = [name for name, value in controls.items() if value is not None]
     if used:
         raise ValueError(f"{used[0]}= is not available with the chunked or Dask EM; leave it "

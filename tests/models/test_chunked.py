@@ -69,6 +69,14 @@ def test_two_coin_chunked_em_reaches_the_in_memory_fixed_point():
         two_coin.em(binary, chunk_items=9, coef_precision="auto")
 
 
+def test_chunked_em_warns_as_the_in_memory_em_when_quality_is_not_identified(crowd):
+    first = crowd.select(np.unique(crowd.item_idx, return_index=True)[1])  # one label an item
+    with pytest.warns(UserWarning, match="every item has one label"):
+        dawid_skene.em(first)
+    with pytest.warns(UserWarning, match="every item has one label"):
+        spammer.em(first, chunk_items=40)
+
+
 def test_plain_chunked_em_is_plain_em(crowd):
     memory = dawid_skene.em(crowd, accelerate=False, tol=1e-8)
     chunked = dawid_skene.em(crowd, accelerate=False, tol=1e-8, chunk_items=50)
