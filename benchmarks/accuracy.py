@@ -190,7 +190,7 @@ def main(argv=None) -> None:
             right.update({f"ck {k}": v == ann.gold[known]
                           for k, v in crowdkit(python, ann, Path(tmp)).items()})
             rows[name] = {k: float(v.mean()) for k, v in right.items()}
-            counts[name] = {k: int(v.sum()) for k, v in right.items()}
+            counts[name] = {k: int(np.sum(v)) for k, v in right.items()}
             mine = {k: v for k, v in rows[name].items() if k.startswith("ours")}
             theirs = {f"ck {k}": rows[name][f"ck {k}"] for k in CROWDKIT_METHODS}
             best_ours = max(mine, key=mine.get)
@@ -211,7 +211,7 @@ def main(argv=None) -> None:
     print(f"auto_fit against crowd-kit's best (defaults; 'ck {CROWDKIT_CONVERGED}' and "
           f"'ck {CROWDKIT_ALIGNED}' not counted):")
     print("\n".join(lines))
-    print(summed(pd.DataFrame(counts).T, table))
+    print(summed(pd.DataFrame(counts).T.astype(int), table))
 
 
 def summed(counts: pd.DataFrame, accuracy: pd.DataFrame) -> str:
