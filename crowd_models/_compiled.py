@@ -225,7 +225,9 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
     process nor the disk cache (its marker) holds the compiled function yet and
     the structure has served fewer than :data:`QUICK_FITS` such requests in this
     process, the function is linked in :data:`QUICK_MODE` instead (nothing to
-    compile). Ask once per fit: each request counts as one fit.
+    compile). Ask once per fit: each request counts as one fit. ``quick="few"``
+    (a caller that makes a handful of calls, such as nutpie's start checks): the
+    same, whatever the count, as long as :data:`QUICK_FITS` is not 0.
     """
     outputs = list(outputs)
     inputs = list(inputs)
@@ -234,10 +236,11 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
     with _LOCK:
         compiled = _CACHE.get(key)
         hit = compiled is not None
-        if not hit and quick and mode is None and _QUICK_SERVED[key] < QUICK_FITS:
+        if not hit and quick and mode is None and QUICK_FITS > 0 and (
+                quick == "few" or _QUICK_SERVED[key] < QUICK_FITS):
             marker = _marker_path(key)
             if marker is None or not marker.exists():
-                _QUICK_SERVED[key] += 1
+                _QUICK_SERVED[key] += quick != "few"
                 return BoundFunction(_quick_function(kind, key, sym_inputs, new_outputs),
                                      sources, False)
         if not hit:

@@ -36,7 +36,7 @@ class _Functions:
         self._bound = {}
         self._loss = None
         self.progressbar = False  # set by fit_map/sample: show compiles
-        self.quick = False  # set by fit_map for its duration (fit_scope)
+        self.quick = False  # True in fit_map (fit_scope), "few" in few_calls
 
     @contextlib.contextmanager
     def fit_scope(self):
@@ -46,6 +46,16 @@ class _Functions:
         spent."""
         self._bound = {k: b for k, b in self._bound.items() if not b.compiled.quick}
         self.quick = True
+        try:
+            yield self
+        finally:
+            self.quick = False
+
+    @contextlib.contextmanager
+    def few_calls(self):
+        """Requests for a handful of calls (nutpie's start checks): quick whenever the
+        compiled function is neither in this process nor on disk."""
+        self.quick = "few"
         try:
             yield self
         finally:

@@ -353,3 +353,17 @@ def test_quick_fits_setting(text, expected):
             _compiled._quick_fits_setting(text)
     else:
         assert _compiled._quick_fits_setting(text) == expected
+
+
+def test_few_calls_stay_quick_until_the_structure_is_compiled(tiny_model, fresh_process):
+    """nutpie's start checks (a handful of calls) take the quick function whatever
+    the count of quick fits, and the compiled one once the process holds it."""
+    fns = functions_of(tiny_model)
+    for _ in range(2):
+        with fns.few_calls():
+            assert fns.nuts_logp_grad().compiled.quick
+    assert not _compiled._QUICK_SERVED  # not counted as fits
+    compiled = fns.nuts_logp_grad()  # outside: sample's own, compiled
+    assert not compiled.compiled.quick
+    with fns.few_calls():
+        assert fns.nuts_logp_grad().compiled is compiled.compiled
