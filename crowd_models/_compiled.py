@@ -240,7 +240,8 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
                 quick == "few" or _QUICK_SERVED[key] < QUICK_FITS):
             marker = _marker_path(key)
             if marker is None or not marker.exists():
-                _QUICK_SERVED[key] += quick != "few"
+                if quick != "few":
+                    _QUICK_SERVED[key] += 1
                 return BoundFunction(_quick_function(kind, key, sym_inputs, new_outputs),
                                      sources, False)
         if not hit:

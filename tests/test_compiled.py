@@ -355,10 +355,10 @@ def test_quick_fits_setting(text, expected):
         assert _compiled._quick_fits_setting(text) == expected
 
 
-def test_few_calls_stay_quick_until_the_structure_is_compiled(tiny_model, fresh_process):
+def test_few_calls_stay_quick_until_the_structure_is_compiled(tiny, fresh_process):
     """nutpie's start checks (a handful of calls) take the quick function whatever
     the count of quick fits, and the compiled one once the process holds it."""
-    fns = functions_of(tiny_model)
+    fns = functions_of(two_coin.build_model(tiny[0]))
     for _ in range(2):
         with fns.few_calls():
             assert fns.nuts_logp_grad().compiled.quick
