@@ -440,7 +440,8 @@ def _nuts_start(model, start, progressbar):
                 "start=None to skip the MAP.")
             parts = unconstrained_start(model, None)
         else:  # the optimiser's own point (no round trip through the constrained scale)
-            shapes = [np.shape(v) for v in unconstrained_start(model, posterior_of(map_fit))]
+            with functions_of(model).few_calls():  # one call: quick where not compiled
+                shapes = [np.shape(v) for v in unconstrained_start(model, posterior_of(map_fit))]
             parts = _compiled.split_vector(x, shapes)
     else:
         parts = unconstrained_start(model, start)
