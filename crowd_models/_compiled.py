@@ -12,32 +12,81 @@ of the same family, options and prior structure share one compiled function,
 whatever their data or numbers of items and annotators; a model of another
 variant or prior structure gets a graph with another key, hence its own
 function. :data:`COMPILE_COUNT` counts the compilations (tests use it).
+
+Numba compiles a function the first time it is called, and on a machine whose
+PyTensor compile directory does not hold the structure's code that costs far
+more than the fit (RTE two-coin: about 27 s for the log density and gradient,
+7 s for the point function, against 0.2 s of fitting). ``fit_map`` therefore
+asks for its functions with ``quick=True``: while a structure's compiled code
+is not known to be on disk (a marker file beside PyTensor's cache, written once
+a compiled function of the structure has run), the first :data:`QUICK_FITS`
+fits of the structure in a process get it linked on PyTensor's Python backend
+(NumPy ``perform`` of each operation, nothing compiled; :data:`QUICK_MODE`),
+and the next one compiles it, which also fills the disk cache for later
+processes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import Mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.link.vm import VMLinker
 from pytensor.tensor.type import TensorType
 
-__all__ = ["model_function", "COMPILE_COUNT", "clear_cache"]
+__all__ = ["model_function", "COMPILE_COUNT", "clear_cache", "QUICK_FITS", "QUICK_MODE"]
 
 COMPILE_COUNT: Counter = Counter()
 """Compilations made here, by kind of function (``"logp_grad"``, ``"hessp"``,
-``"start"``, ``"point"``)."""
+``"start"``, ``"point"``); those linked in :data:`QUICK_MODE` are also counted
+under ``"quick"``."""
+
+
+
+def _quick_fits_setting(text: str) -> int:
+    """``CROWD_MODELS_QUICK_FITS`` as a count of fits."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"CROWD_MODELS_QUICK_FITS must be a whole number >= 0 (fits of a "
+                         f"structure per process on PyTensor's Python backend), got {text!r}.")
+    return value
+
+
+QUICK_FITS = _quick_fits_setting(os.environ.get("CROWD_MODELS_QUICK_FITS", "1"))
+"""How many fits of a structure per process run on :data:`QUICK_MODE` while its
+compiled code is not on disk (0: none, every fit compiles). The environment
+variable ``CROWD_MODELS_QUICK_FITS`` sets it at import."""
+
+MARKER_DIR = None
+"""Where the markers of compiled structures go: None for ``crowd_models/`` in
+PyTensor's ``base_compiledir`` (beside its numba cache; tests point it elsewhere)."""
+
+QUICK_MODE = Mode(VMLinker(use_cloop=False, c_thunks=False),
+                  RewriteDatabaseQuery(include=["fast_compile", "py_only"]))
+"""PyTensor's Python backend with its quick rewrites: each operation's NumPy
+``perform``, nothing handed to numba or a C compiler (the functions are linked
+with ``config.cxx`` empty, so that operations with an inner graph, such as
+``LogSumExp``, link theirs in Python too)."""
 
 _CACHE: dict = {}
+_QUICK_SERVED: Counter = Counter()  # structure key -> quick fits served in this process
 _LOCK = threading.Lock()
 
 
@@ -45,12 +94,15 @@ def clear_cache() -> None:
     """Forget every compiled function (the next fit of each structure compiles)."""
     with _LOCK:
         _CACHE.clear()
+        _QUICK_SERVED.clear()
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Compiled:
     fn: object  # the pytensor Function
     key: tuple  # the structure it was compiled for
+    quick: bool = False  # linked in QUICK_MODE
+    marker: object = None  # the on-disk marker to write after the first call, if any
 
 
 @dataclass
@@ -75,7 +127,11 @@ class BoundFunction:
                                 else v.data) for v in self.sources]
 
     def __call__(self, *values):
-        return self.compiled.fn(*values, *self.data)
+        out = self.compiled.fn(*values, *self.data)
+        if self.compiled.marker is not None:  # the first call compiled (numba) and cached it
+            _write_marker(self.compiled.marker)
+            self.compiled.marker = None
+        return out
 
 
 def _generic_type(var: Variable) -> TensorType:
@@ -156,7 +212,7 @@ def _lift(inputs, outputs):
 
 
 def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
-                   progressbar: bool = False) -> BoundFunction:
+                   progressbar: bool = False, quick: bool = False) -> BoundFunction:
     """Compile (or fetch) ``outputs`` as a function of ``inputs`` and the model's data.
 
     ``inputs`` are the symbolic variables the caller will pass (value
@@ -164,6 +220,14 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
     lengths, array constants) becomes a trailing input whose value is bound
     from ``model``. The compiled function is looked up by the structure of the
     lifted graph, so it serves every model with the same structure.
+
+    ``quick=True`` (one fit's request, with ``mode=None``): where neither this
+    process nor the disk cache (its marker) holds the compiled function yet and
+    the structure has served fewer than :data:`QUICK_FITS` such requests in this
+    process, the function is linked in :data:`QUICK_MODE` instead (nothing to
+    compile). Ask once per fit: each request counts as one fit. ``quick="few"``
+    (a caller that makes a handful of calls, such as nutpie's start checks): the
+    same, whatever the count, as long as :data:`QUICK_FITS` is not 0.
     """
     outputs = list(outputs)
     inputs = list(inputs)
@@ -172,15 +236,68 @@ def model_function(model: pm.Model, kind: str, inputs, outputs, *, mode=None,
     with _LOCK:
         compiled = _CACHE.get(key)
         hit = compiled is not None
+        if not hit and quick and mode is None and QUICK_FITS > 0 and (
+                quick == "few" or _QUICK_SERVED[key] < QUICK_FITS):
+            marker = _marker_path(key)
+            if marker is None or not marker.exists():
+                if quick != "few":
+                    _QUICK_SERVED[key] += 1
+                return BoundFunction(_quick_function(kind, key, sym_inputs, new_outputs),
+                                     sources, False)
         if not hit:
             with _status(progressbar, f"compiling the {kind} function (once per model "
                                       f"structure and process)"):
                 fn = pytensor.function(sym_inputs, new_outputs, mode=mode,
                                        on_unused_input="ignore", trust_input=True)
-            compiled = _Compiled(fn, key)
+            compiled = _Compiled(fn, key, marker=_marker_path(key))
             _CACHE[key] = compiled
             COMPILE_COUNT[kind] += 1
     return BoundFunction(compiled, sources, hit)
+
+
+def _quick_function(kind, key, sym_inputs, outputs) -> _Compiled:
+    """The structure's function in :data:`QUICK_MODE`, linked once per process
+    (called with the lock held)."""
+    quick_key = (*key[:2], "quick")
+    compiled = _CACHE.get(quick_key)
+    if compiled is None:
+        # with no C compiler named, operations with an inner graph link it in Python too
+        with pytensor.config.change_flags(cxx=""):
+            fn = pytensor.function(sym_inputs, outputs, mode=QUICK_MODE,
+                                   on_unused_input="ignore", trust_input=True)
+        compiled = _CACHE[quick_key] = _Compiled(fn, quick_key, quick=True)
+        COMPILE_COUNT[kind] += 1
+        COMPILE_COUNT["quick"] += 1
+    return compiled
+
+
+def _marker_path(key):
+    """The file whose presence says that PyTensor's disk cache holds the compiled
+    code of structure ``key`` (in the compile directory, beside that cache, so that
+    emptying the one empties the other), or None where the key cannot be named
+    the same way in another process. A stale marker (another PyTensor, a cache
+    emptied by hand) only costs the compile the quick path avoids."""
+    import numba
+
+    try:
+        text = repr((key, pytensor.__version__, numba.__version__, pytensor.config.mode,
+                     pytensor.config.linker))
+    except Exception:  # pragma: no cover - an op without a printable form
+        return None
+    if " at 0x" in text:  # an object printed by its address: not the same name next time
+        return None
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    folder = (Path(pytensor.config.base_compiledir) / "crowd_models" if MARKER_DIR is None
+              else Path(MARKER_DIR))
+    return folder / f"{digest}.compiled"
+
+
+def _write_marker(path) -> None:
+    """Create the marker file ``path`` (quietly nothing where the directory is not
+    writable: the next process then runs its first fits quick again)."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
 
 
 def constant_values_key(bound: BoundFunction) -> tuple:

@@ -3,6 +3,8 @@ DataTree groups that hold a point or draws (the ground under fit_map and sample)
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pymc as pm
 import pymc.backends.arviz
@@ -34,9 +36,35 @@ class _Functions:
         self._bound = {}
         self._loss = None
         self.progressbar = False  # set by fit_map/sample: show compiles
+        self.quick = False  # True in fit_map (fit_scope), "few" in few_calls
+
+    @contextlib.contextmanager
+    def fit_scope(self):
+        """One fit's requests: the functions it asks for may be linked quick (see
+        ``_compiled.QUICK_FITS``); those a previous fit got quick are asked for
+        again, so that a later fit gets the compiled ones once the quick fits are
+        spent."""
+        self._bound = {k: b for k, b in self._bound.items() if not b.compiled.quick}
+        self.quick = True
+        try:
+            yield self
+        finally:
+            self.quick = False
+
+    @contextlib.contextmanager
+    def few_calls(self):
+        """Requests for a handful of calls (nutpie's start checks): quick whenever the
+        compiled function is neither in this process nor on disk."""
+        self.quick = "few"
+        try:
+            yield self
+        finally:
+            self.quick = False
 
     def _get(self, kind, build):
         bound = self._bound.get(kind)
+        if bound is not None and bound.compiled.quick and not self.quick:
+            bound = None  # a quick function outside a fit (sample's many calls): compile
         if bound is None:
             # graphs are rebuilt for every model (to look the compiled function up):
             # without PyTensor's stack capture per node, which costs as much as the
@@ -44,7 +72,8 @@ class _Functions:
             with pytensor.config.change_flags(traceback__limit=0):
                 inputs, outputs = build()
             bound = self._bound[kind] = _compiled.model_function(
-                self.model, kind, inputs, outputs, progressbar=self.progressbar)
+                self.model, kind, inputs, outputs, progressbar=self.progressbar,
+                quick=self.quick)
         else:
             bound.refresh()
         return bound

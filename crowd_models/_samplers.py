@@ -187,7 +187,8 @@ def _nutpie_model(model, bound, shapes, progressbar):
     import nutpie
 
     shared = {v.name: v for v in bound.sources if isinstance(v, SharedVariable)}
-    key = (bound.compiled.key, tuple(shapes), _compiled.constant_values_key(bound),
+    # the structure without the backend that linked ``bound`` (quick or compiled)
+    key = (bound.compiled.key[:2], tuple(shapes), _compiled.constant_values_key(bound),
            tuple(sorted(shared)))
     compiled, hit = _compiled.cached_object(
         "nutpie", key, lambda: nutpie.compile_pymc_model(model, backend="numba", var_names=[]),
@@ -206,7 +207,10 @@ def nutpie_nuts(model, fns, parts, shapes, *, draws, tune, chains, cores, random
     sampler) from the chain's own seed, so a seed gives the same chains."""
     import nutpie
 
-    bound = fns.nuts_logp_grad()  # its structure keys nutpie's cache; it vets jittered starts
+    # its structure keys nutpie's cache; it vets jittered starts (a few calls: linked
+    # quick where its compiled code is neither in this process nor on disk)
+    with fns.few_calls():
+        bound = fns.nuts_logp_grad()
     compiled = _nutpie_model(model, bound, shapes, progressbar)
     names, slices, _ = compiled.shape_info
     position = {name: sl for name, sl in zip(names, slices, strict=True)}

@@ -151,16 +151,20 @@ def fit_map(
     # run cut short on purpose
     compare = (compare_em and start is None and callable(getattr(model, "crowd_em", None))
                and "maxiter" not in options)
-    x0 = unconstrained_start(model, getattr(model, "crowd_start", None) if start is None
-                             else start)
-    search = ModeSearch(fns, [np.shape(v) for v in x0], method, options, ftol=ftol, gtol=gtol,
-                        polish=polish, n_observed=n_observed(model), progressbar=progressbar)
-    mode = search.climb(x0)
-    comparison = {}
-    if compare and search.converged(mode):  # not on a run that stalled
-        mode, comparison = _compare_with_em(model, search, mode)
-    mode = search.polish(mode)  # (where the comparison has not)
-    fit = _map_tree(model, search, mode, comparison, laplace_draws, random_seed)
+    # the first fit of a structure whose compiled code is not on disk runs on
+    # PyTensor's Python backend (_compiled.QUICK_FITS): no compile to wait for
+    with fns.fit_scope():
+        x0 = unconstrained_start(model, getattr(model, "crowd_start", None) if start is None
+                                 else start)
+        search = ModeSearch(fns, [np.shape(v) for v in x0], method, options, ftol=ftol,
+                            gtol=gtol, polish=polish, n_observed=n_observed(model),
+                            progressbar=progressbar)
+        mode = search.climb(x0)
+        comparison = {}
+        if compare and search.converged(mode):  # not on a run that stalled
+            mode, comparison = _compare_with_em(model, search, mode)
+        mode = search.polish(mode)  # (where the comparison has not)
+        fit = _map_tree(model, search, mode, comparison, laplace_draws, random_seed)
     fit.attrs["seconds"] = time.perf_counter() - t0
     return fit
 
@@ -436,7 +440,8 @@ def _nuts_start(model, start, progressbar):
                 "start=None to skip the MAP.")
             parts = unconstrained_start(model, None)
         else:  # the optimiser's own point (no round trip through the constrained scale)
-            shapes = [np.shape(v) for v in unconstrained_start(model, posterior_of(map_fit))]
+            with functions_of(model).few_calls():  # one call: quick where not compiled
+                shapes = [np.shape(v) for v in unconstrained_start(model, posterior_of(map_fit))]
             parts = _compiled.split_vector(x, shapes)
     else:
         parts = unconstrained_start(model, start)

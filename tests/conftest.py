@@ -14,6 +14,18 @@ RADIOLOGISTS = dict(
 """Raykar et al. (2009) sec. 7.1: five simulated radiologists."""
 
 
+@pytest.fixture(autouse=True, scope="session")
+def compiled_fits_only():
+    """Every fit uses the compiled functions (``_compiled.QUICK_FITS = 0``), so that a
+    test's compile counts and repeated fits do not depend on which structures an
+    earlier run left on disk; tests/test_compiled.py tests the quick first fits."""
+    from crowd_models import _compiled
+
+    saved, _compiled.QUICK_FITS = _compiled.QUICK_FITS, 0
+    yield
+    _compiled.QUICK_FITS = saved
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20090614)

@@ -280,3 +280,90 @@ def test_continuous_labels_of_another_scale_share_the_compiled_graph(count_compi
                                    rtol=1e-5, atol=1e-6)
     em_intercept = float(em_fit["intercept"].values.ravel()[0])  # near 50: its own labels
     assert abs(float(idata.posterior["intercept"].mean()) - em_intercept) < 4.0
+
+
+@pytest.fixture
+def fresh_process(monkeypatch, tmp_path):
+    """The compiled-function cache of a new process, quick first fits on
+    (``QUICK_FITS = 1``) and the markers of compiled structures in ``tmp_path``
+    (the compiled code itself may still come from PyTensor's disk cache)."""
+    monkeypatch.setattr(_compiled, "_CACHE", {})
+    monkeypatch.setattr(_compiled, "_QUICK_SERVED", type(_compiled._QUICK_SERVED)())
+    monkeypatch.setattr(_compiled, "QUICK_FITS", 1)
+    monkeypatch.setattr(_compiled, "MARKER_DIR", tmp_path)
+    return tmp_path
+
+
+def _kinds(model, quick):
+    return {k for k, b in functions_of(model)._bound.items() if b.compiled.quick == quick}
+
+
+def test_first_fit_of_a_structure_not_on_disk_runs_quick_and_matches_the_compiled_fit(
+        sim_plain, fresh_process):
+    """The first fit of a structure whose compiled code no marker vouches for runs on
+    PyTensor's Python backend, the second compiles (and marks the structure), a new
+    process with the markers compiles from the start; the fits agree with each other
+    and with the EM fixed point."""
+    quick_before = _compiled.COMPILE_COUNT["quick"]
+    model = two_coin.build_model(sim_plain)
+    first = cm.fit_map(model, laplace=True, random_seed=4)
+    assert _kinds(model, True) >= {"logp_grad", "start", "point", "nuts_logp_grad",
+                                   "constrained"}
+    assert _compiled.COMPILE_COUNT["quick"] - quick_before == 5
+    assert not list(fresh_process.iterdir())  # nothing compiled: nothing marked
+    # outside a fit (sample's many calls), the model's functions are the compiled ones
+    assert not functions_of(model).point().compiled.quick
+    second = cm.fit_map(model, laplace=True, random_seed=4)
+    assert not _kinds(model, True) and _kinds(model, False) >= {"logp_grad", "start", "point"}
+    assert len(list(fresh_process.glob("*.compiled"))) >= 5
+    em_fit = two_coin.em(sim_plain)
+    for name in ("sensitivity", "specificity", "prevalence"):
+        # two climbs, each stopped within the polish's gradient threshold of the mode
+        np.testing.assert_allclose(first.posterior[name].values, second.posterior[name].values,
+                                   rtol=1e-7)
+        np.testing.assert_allclose(first.posterior[name].values, em_fit[name].values, atol=1e-6)
+    np.testing.assert_allclose(first.attrs["log_posterior"], second.attrs["log_posterior"],
+                               rtol=1e-12)
+    np.testing.assert_allclose(first.log_likelihood["item_labels"].values,
+                               second.log_likelihood["item_labels"].values, rtol=1e-7)
+    gaussians = [f["laplace_approximation"] for f in (first, second)]
+    np.testing.assert_allclose(gaussians[0]["mean"].values, gaussians[1]["mean"].values,
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gaussians[0]["covariance"].values,
+                               gaussians[1]["covariance"].values, rtol=1e-5, atol=1e-9)
+    # a new process on this machine: the markers say the compiled code is on disk
+    _compiled._CACHE.clear()
+    _compiled._QUICK_SERVED.clear()
+    other = two_coin.build_model(_other_data(n_annotators=7, n_items=100, seed=8))
+    cm.fit_map(other)
+    assert not _kinds(other, True)
+
+
+def test_no_quick_fits_when_switched_off(sim_plain, fresh_process, monkeypatch):
+    monkeypatch.setattr(_compiled, "QUICK_FITS", 0)
+    model = two_coin.build_model(sim_plain)
+    cm.fit_map(model)
+    assert not _kinds(model, True)
+
+
+@pytest.mark.parametrize("text, expected", [("0", 0), ("3", 3), ("-1", None), ("two", None)])
+def test_quick_fits_setting(text, expected):
+    if expected is None:
+        with pytest.raises(ValueError, match="CROWD_MODELS_QUICK_FITS must be a whole number"):
+            _compiled._quick_fits_setting(text)
+    else:
+        assert _compiled._quick_fits_setting(text) == expected
+
+
+def test_few_calls_stay_quick_until_the_structure_is_compiled(tiny, fresh_process):
+    """nutpie's start checks (a handful of calls) take the quick function whatever
+    the count of quick fits, and the compiled one once the process holds it."""
+    fns = functions_of(two_coin.build_model(tiny[0]))
+    for _ in range(2):
+        with fns.few_calls():
+            assert fns.nuts_logp_grad().compiled.quick
+    assert not _compiled._QUICK_SERVED  # not counted as fits
+    compiled = fns.nuts_logp_grad()  # outside: sample's own, compiled
+    assert not compiled.compiled.quick
+    with fns.few_calls():
+        assert fns.nuts_logp_grad().compiled is compiled.compiled
