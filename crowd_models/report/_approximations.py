@@ -121,11 +121,11 @@ def beta_sum_summary(a, b, weights, ci_prob: float) -> dict[str, np.ndarray]:
     weights[t]]`` with the same mean and variance (the sum lies in that range). It
     is exact when one term carries all the weight, and the cheaper, more accurate
     replacement of the 4,000 Monte Carlo draws per annotator the report drew
-    before: against 10^6 draws, the moment-matched 90% interval ends of the overall
-    accuracy of the Dawid-Skene EM fits of dog and web search are off by at most
-    0.0019 (0.04 sd), the 4,000 draws' by up to 0.0069 (0.10 sd); the
-    label-weighted population cells by 8e-5 against 0.001 (``benchmarks/README.md``,
-    issue 41)."""
+    before: against the exact quantiles, the moment-matched 90% interval ends of
+    the overall accuracy of the Dawid-Skene EM fits of dog and web search are off
+    by at most 0.0021 (0.040 sd), the 4,000 draws' by up to 0.0069 (0.10 sd); the
+    label-weighted population cells by 4e-5 against 0.001 (DEVELOPING.md, issue
+    41)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     weights = np.broadcast_to(np.asarray(weights, dtype=float), a.shape)
     if np.any(weights < 0):

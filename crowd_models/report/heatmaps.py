@@ -162,9 +162,9 @@ def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
         ``"0.82\\n[0.75, 0.88]"`` with its interval when the fit has draws, or
         is an EM fit with ``confusion_alpha`` (then the colour and the number
         are the Beta marginals' mean, and the interval theirs; for the
-        population, the mean and the interval of the Beta with the population cell's
-        exact mean and variance, a sum of the annotators' independent Betas). The title
-        names the annotator and its number of labels.
+        population, a weighted sum of the annotators' independent Betas, its
+        exact mean and the interval of the Beta with its mean and variance).
+        The title names the annotator and its number of labels.
 
     Raises
     ------

@@ -182,7 +182,7 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     for ``accuracy``, ``sum_k pi_k`` times those independent Betas with the
     class shares held at their point estimate, its exact mean and sd and the
     interval of the Beta with that mean and variance (moment-matched: within
-    0.002 of a 10^6-draw Monte Carlo on the dog and web search fits). As for
+    0.0021 of the exact quantiles on the dog and web search fits). As for
     the Betas, the rows' joint mode (the EM confusion) is not the centre of
     these marginals (on dog it fell outside the overall accuracy's interval
     for 76 of 109 annotators), so the means are the approximation's. A one-coin
