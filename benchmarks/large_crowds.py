@@ -30,6 +30,7 @@ wall-clock limit):
     .venv/bin/python benchmarks/large_crowds.py            # everything (~10 min on 2 cores)
     .venv/bin/python benchmarks/large_crowds.py --quick    # 2·10^5 CLI labels; 10^5, 10^6
     .venv/bin/python benchmarks/large_crowds.py --dir D    # keep the CSV files in D
+    .venv/bin/python benchmarks/large_crowds.py --cli      # the command line against Python only
     .venv/bin/python benchmarks/large_crowds.py --chunked 1e7 3e7 --dask-labels 1e7
 
 The CSV and parquet files are written once into ``--dir`` (default: the
@@ -454,10 +455,16 @@ def main() -> None:
     parser.add_argument("--family", choices=["dawid_skene", "spammer"], default="dawid_skene",
                         help="the chunked section's EM: full Dawid-Skene (default; the "
                              "issue's targets and the Dask run) or the spammer model")
+    parser.add_argument("--cli", action="store_true",
+                        help="only the command line against Python (2·10^6 labels, 2·10^5 "
+                             "with --quick), e.g. to compare two checkouts in one session")
     args = parser.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs", flush=True)
+    if args.cli:
+        cli_against_python(folder, 20_000 if args.quick else 200_000)
+        return
     if args.chunked is None:
         cli_against_python(folder, 20_000 if args.quick else 200_000)
         memory_per_label(folder, [10**5, 10**6] if args.quick else [10**5, 10**6, 10**7])

@@ -62,7 +62,7 @@ def test_fit_is_the_family_em_and_predicts_as_cm_predict(crowd):
     assert Y.isna().to_numpy().mean() == pytest.approx(0.5)  # three labels of six
     model = CrowdClassifier().fit(ann.features, Y)
     # the annotators in Y's column order (from_frame's order is first appearance,
-    # which changes the report's Monte Carlo draws, not the fit)
+    # which changes the EM's summation order and so the fit's last digits)
     fit = ds.em(cm.Annotations.from_wide(Y, features=ann.features))
     assert list(model.classes_) == CLASSES and model.n_features_in_ == 5
     np.testing.assert_allclose(model.truth_proba_, fit["item_class_prob"].values[0, 0],

@@ -113,6 +113,36 @@ def single_draw_summary(post: xr.Dataset, measures: dict[str, xr.DataArray],
     return out
 
 
+def beta_sum_summary(a, b, weights, ci_prob: float) -> dict[str, np.ndarray]:
+    """Mean, sd and equal-tailed interval of ``sum_t weights[t] X_t`` over the last
+    axis, the X_t independent Beta(a[..., t], b[..., t]) and the weights >= 0.
+
+    The mean and sd are exact. The interval is that of the Beta on ``[0, sum_t
+    weights[t]]`` with the same mean and variance (the sum lies in that range). It
+    is exact when one term carries all the weight, and the cheaper, more accurate
+    replacement of the 4,000 Monte Carlo draws per annotator the report drew
+    before: against the exact quantiles, the moment-matched 90% interval ends of
+    the overall accuracy of the Dawid-Skene EM fits of dog and web search are off
+    by at most 0.0021 (0.040 sd), the 4,000 draws' by up to 0.0069 (0.10 sd); the
+    label-weighted population cells by 4e-5 against 0.001 (DEVELOPING.md, issue
+    41)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    weights = np.broadcast_to(np.asarray(weights, dtype=float), a.shape)
+    if np.any(weights < 0):
+        raise ValueError("the weights of a sum of Betas must be non-negative.")
+    n = a + b
+    mean = np.sum(weights * a / n, axis=-1)
+    var = np.sum(weights ** 2 * a * b / (n ** 2 * (n + 1)), axis=-1)
+    span = np.sum(weights, axis=-1)
+    tail = (1 - ci_prob) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m, v = mean / span, var / span ** 2
+        size = m * (1 - m) / v - 1  # > 0: a sum in [0, span] has v < m (1 - m)
+        lower = span * stats.beta.ppf(tail, m * size, (1 - m) * size)
+        upper = span * stats.beta.ppf(1 - tail, m * size, (1 - m) * size)
+    return {"mean": mean, "sd": np.sqrt(var), "lower": lower, "upper": upper}
+
+
 def gamma_root_summary(a, b, ci_prob: float) -> dict[str, np.ndarray]:
     """Mean, sd and interval of 1 / sqrt(precision), precision ~ Gamma(a, rate b), in
     closed form: E = sqrt(b) G(a - 1/2) / G(a), E[SD^2] = b / (a - 1), and the

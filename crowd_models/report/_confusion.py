@@ -9,13 +9,12 @@ from scipy import stats
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
-    MC_DRAWS,
-    MC_SEED,
     SAMPLE_DIMS,
     is_annotator_measure,
     n_samples,
     summarise_draws,
 )
+from crowd_models.report._approximations import beta_sum_summary
 
 # ------------------------------------------------------ confusion matrices
 _CONFUSION_DIMS = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
@@ -151,11 +150,7 @@ def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
                      "upper": stats.beta.ppf(1 - tail, a[:, k], b[:, k])}
     if weights is not None:
         # rows are independent and the overall accuracy only involves their
-        # diagonal cells, so drawing those from their Beta marginals is drawing
-        # from the Dirichlet rows
-        rng = np.random.default_rng(MC_SEED)
-        mc = np.zeros((MC_DRAWS, a.shape[0]))
-        for k in range(a.shape[1]):
-            mc += weights[0, k] * rng.beta(a[:, k], b[:, k], size=mc.shape)
-        out["accuracy"] = summarise_draws(mc, ci_prob)
+        # diagonal cells: a weighted sum of independent Betas, whose mean and sd
+        # are exact and whose interval is the moment-matched Beta's
+        out["accuracy"] = beta_sum_summary(a, b, weights[0], ci_prob)
     return out

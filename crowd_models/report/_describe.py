@@ -69,5 +69,6 @@ def _extremes(score, n: int) -> tuple[list[int], list[int]]:
     finite = np.flatnonzero(np.isfinite(score))
     order = finite[np.argsort(-score[finite], kind="mergesort")]
     best = [int(i) for i in order[:n]]
-    worst = [int(i) for i in order[::-1] if i not in best][:n]
+    shown = set(best)  # n can be every annotator (plot_confusion_groups): not a list scan
+    worst = [int(i) for i in order[::-1][:2 * n] if int(i) not in shown][:n]
     return best, worst

@@ -9,14 +9,13 @@ from scipy import stats
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
-    MC_DRAWS,
-    MC_SEED,
     SAMPLE_DIMS,
     check_ci_prob,
     equal_tailed,
     labels_per_annotator,
     posterior_of,
 )
+from crowd_models.report._approximations import beta_sum_summary
 from crowd_models.report._confusion import (
     _CONFUSION_DIMS,
     _aligned_confusion,
@@ -59,17 +58,12 @@ def _annotator_position(annotators: pd.Index, annotator) -> int:
     return position
 
 
-def _monte_carlo_mixture(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
+def _population_interval(a: np.ndarray, b: np.ndarray, weights: np.ndarray,
                          ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
-    """Interval of a weighted sum over annotators of independent Beta cells."""
-    rng = np.random.default_rng(MC_SEED)
-    K = a.shape[1]
-    lower, upper = np.empty((K, K)), np.empty((K, K))
-    for k in range(K):
-        for m in range(K):
-            draws = rng.beta(a[:, k, m], b[:, k, m], size=(MC_DRAWS, a.shape[0])) @ weights
-            lower[k, m], upper[k, m] = equal_tailed(draws, ci_prob)
-    return lower, upper
+    """Interval of each cell of a weighted sum over annotators of independent Beta
+    cells (a, b: annotator, true class, label class): the moment-matched Beta's."""
+    summary = beta_sum_summary(np.moveaxis(a, 0, -1), np.moveaxis(b, 0, -1), weights, ci_prob)
+    return summary["lower"], summary["upper"]
 
 
 def _confusion_cells(fit, annotator, ci_prob: float):
@@ -112,7 +106,7 @@ def _confusion_cells(fit, annotator, ci_prob: float):
         if len(cells) == 1 and alpha is not None:
             a, b = _beta_marginals(alpha)
             cells = np.einsum("jkl,j->kl", a / (a + b), weights)[None]
-            interval = _monte_carlo_mixture(a, b, weights, ci_prob)
+            interval = _population_interval(a, b, weights, ci_prob)
 
     if len(cells) > 1:
         interval = equal_tailed(cells, ci_prob)
@@ -168,8 +162,9 @@ def plot_confusion(fit, annotator=None, *, ax=None, ci_prob: float = 0.9):
         ``"0.82\\n[0.75, 0.88]"`` with its interval when the fit has draws, or
         is an EM fit with ``confusion_alpha`` (then the colour and the number
         are the Beta marginals' mean, and the interval theirs; for the
-        population, of 4000 Monte Carlo draws, fixed seed). The title
-        names the annotator and its number of labels.
+        population, a weighted sum of the annotators' independent Betas, its
+        exact mean and the interval of the Beta with its mean and variance).
+        The title names the annotator and its number of labels.
 
     Raises
     ------

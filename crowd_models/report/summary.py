@@ -179,8 +179,10 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     rows ``confusion_alpha`` (annotator, true_class, label_class), alpha plus
     expected counts, gets the mean, sd and quantiles of ``accuracy_<class>``
     from the Beta marginal Beta(alpha_kk, sum_l alpha_kl - alpha_kk), and
-    those of ``accuracy`` from 4000 Monte Carlo draws per annotator from the
-    rows (fixed seed), the class shares held at their point estimate. As for
+    for ``accuracy``, ``sum_k pi_k`` times those independent Betas with the
+    class shares held at their point estimate, its exact mean and sd and the
+    interval of the Beta with that mean and variance (moment-matched: within
+    0.0021 of the exact quantiles on the dog and web search fits). As for
     the Betas, the rows' joint mode (the EM confusion) is not the centre of
     these marginals (on dog it fell outside the overall accuracy's interval
     for 76 of 109 annotators), so the means are the approximation's. A one-coin

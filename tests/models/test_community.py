@@ -146,8 +146,8 @@ def test_annotator_table_reads_the_confusion(small):
     table = cm.report.annotator_summary(fit)
     conf = fit["confusion"].values[0, 0]
     prev = fit["prevalence"].values[0, 0]
-    # the mean of the Dirichlet rows' accuracy (4000 Monte Carlo draws, whose mean
-    # rows are the EM's) and an interval around it for every annotator
+    # the mean of the Dirichlet rows' accuracy (exact: the Beta marginals' means,
+    # near the EM's mode rows here) and an interval around it for every annotator
     np.testing.assert_allclose(table["accuracy_mean"], conf.diagonal(axis1=1, axis2=2) @ prev,
                                atol=3e-3)
     assert ((table["accuracy_lower"] < table["accuracy_mean"])
