@@ -430,7 +430,7 @@ def em(
 
     ``coef_precision="auto"`` (with features) chooses the coefficients'
     precision alpha without gold, by empirical Bayes: EM at alpha, then MacKay's
-    update alpha <- gamma / |coef|^2 with gamma the coefficients the crowd's
+    update ``alpha <- gamma / |coef|^2`` with gamma the coefficients the crowd's
     labels determine (Laplace, the labels' marginal likelihood), the next EM
     warm started, until alpha moves by less than 1%. The fit is the EM fit at
     that alpha (``attrs["coef_precision"]``, with ``evidence_rounds`` and
