@@ -88,11 +88,17 @@ def confusion_of(trustworthiness, spam_share, xp=np):
     return trust[:, None, None] * eye + (1 - trust)[:, None, None] * share[:, None, :]
 
 
+def _log_rates(params):
+    """(log confusion (annotator, true_class, label_class), log prevalence (K,)),
+    floored: what an E-step reads, in memory or a block at a time."""
+    conf = confusion_of(params["trustworthiness"], params["spam_share"])
+    return (np.log(np.clip(conf, C.PROB_FLOOR, 1)),
+            np.log(np.clip(params["prevalence"], C.PROB_FLOOR, 1)))
+
+
 def _joint(ann, params):
-    conf = np.clip(confusion_of(params["trustworthiness"], params["spam_share"]),
-                   C.PROB_FLOOR, 1)
-    prev = np.clip(params["prevalence"], C.PROB_FLOOR, 1)
-    return C.item_joint_np(np.log(conf), ann) + np.log(prev)[None, :]
+    log_conf, log_prev = _log_rates(params)
+    return C.item_joint_np(log_conf, ann) + log_prev[None, :]
 
 
 def _switch_counts(counts, params):
@@ -346,12 +352,7 @@ def _large_em(annotations, chunk_items, pri_args, tol, max_iter, accelerate) -> 
             return _start_counts(counts, totals, pri)
         return _m_step_counts(counts, totals, pri, previous)
 
-    def log_rates(params):
-        conf = confusion_of(params["trustworthiness"], params["spam_share"])
-        return (np.log(np.clip(conf, C.PROB_FLOOR, 1)),
-                np.log(np.clip(params["prevalence"], C.PROB_FLOOR, 1)))
-
-    fit = _chunked.run_em(annotations, m_step=m_step, log_rates=log_rates,
+    fit = _chunked.run_em(annotations, m_step=m_step, log_rates=_log_rates,
                           log_prior=lambda prm: _log_prior(prm, pri), supports=_EM_SUPPORTS,
                           tol=tol, max_iter=max_iter, accelerate=accelerate)
     ll = fit.sums.log_likelihood

@@ -473,10 +473,10 @@ def em(
     >>> cm.report.annotator_summary(fit).head()
     """
     if chunk_items is not None or not isinstance(annotations, Annotations):
-        if classifier is not None or coef_precision != DEFAULT_PRIORS["coef_precision"]:
+        if classifier is not None or _evidence.is_auto(coef_precision):
             raise ValueError("the chunked and Dask two-coin EMs have no classifier (no "
-                             "features); leave classifier= and coef_precision= at their "
-                             "defaults.")
+                             "features); leave classifier=None and coef_precision a "
+                             "number (unused, as without features in memory).")
         return _large_em(annotations, chunk_items, positive,
                          (sensitivity_prior, specificity_prior, prevalence_prior), tol,
                          max_iter, accelerate)
