@@ -16,10 +16,10 @@ the posterior of each annotator's community given the parameters.
 The communities are exchangeable (the prior does not tell them apart), so the
 posterior has one mode per relabelling of them. EM and MAP start from a
 clustering of the annotators' majority-vote confusions and stay in that
-labelling. NUTS chains may visit other labellings: read community-indexed
-draws per chain (``crowd_models.sample`` does not relabel them yet); the
-per-annotator ``confusion`` and the items' posteriors do not depend on the
-labelling.
+labelling. NUTS chains may visit other labellings: ``crowd_models.sample``
+renames each chain's communities to the start's (``align_communities``) and
+lists the chains it renamed; the per-annotator ``confusion`` and the items'
+posteriors do not depend on the labelling.
 """
 
 from __future__ import annotations
