@@ -43,7 +43,7 @@ LOG = logging.getLogger("crowd_models.large")
 
 RETRIES = 2
 """A Dask pass that fails because a worker died is run again, from the same
-parameters, this many times."""
+parameters and with the partitions' blocks read anew, this many times."""
 
 _LOST_WORKER = ("KilledWorker", "CommClosedError", "FutureCancelledError")
 
@@ -120,9 +120,12 @@ def _chunked_pass(ann: ChunkedAnnotations, log_rates, out=None) -> Sums:
 
 
 # ---------------------------------------------------------------- Dask
-def _computed(make_graph):
+def _computed(make_graph, on_lost=None):
     """``dask.compute`` of ``make_graph()``, run again (:data:`RETRIES` times) when a
-    worker was lost: the parameters live here, so a retry resumes from them."""
+    worker was lost: the parameters live here, so a retry resumes from them.
+    ``on_lost()`` runs before each retry (it rebuilds what the graph reads: blocks
+    persisted on the dead worker are failed futures, which a bare retry would
+    only fail on again)."""
     import dask
 
     for attempt in range(RETRIES + 1):
@@ -132,6 +135,8 @@ def _computed(make_graph):
             if attempt == RETRIES or type(error).__name__ not in _LOST_WORKER:
                 raise
             LOG.warning("a Dask worker was lost (%s); running the pass again", error)
+            if on_lost is not None:
+                on_lost()
     raise AssertionError("unreachable")
 
 
@@ -153,6 +158,19 @@ def dask_blocks(ann: DaskAnnotations) -> list:
     return list(dask.persist(*blocks))
 
 
+def _reread(ann: DaskAnnotations, blocks: list):
+    """The ``on_lost`` of a pass over ``blocks``: the persisted blocks are let go
+    (cancelled, so that the scheduler forgets the failed ones and the frame's
+    partitions they failed on) and built again in place, every partition read
+    anew."""
+    def reread():
+        from distributed import futures_of, get_client
+
+        get_client().cancel(futures_of(blocks))
+        blocks[:] = dask_blocks(ann)
+    return reread
+
+
 def _dask_pass(ann: DaskAnnotations, log_rates, blocks: list) -> Sums:
     import dask
 
@@ -165,7 +183,7 @@ def _dask_pass(ann: DaskAnnotations, log_rates, blocks: list) -> Sums:
             parts = [dask.delayed(add_sums)(*parts[i:i + 8]) for i in range(0, len(parts), 8)]
         return parts[0]
 
-    return _computed(graph)
+    return _computed(graph, _reread(ann, blocks))
 
 
 def _write_posteriors(ann: DaskAnnotations, log_rates, blocks: list) -> None:
@@ -184,7 +202,7 @@ def _write_posteriors(ann: DaskAnnotations, log_rates, blocks: list) -> None:
         parts = [dask.delayed(block_frame)(b, rates, width, K, columns) for b in blocks]
         return dd.from_delayed(parts, meta=meta).to_parquet(ann.posterior_path, compute=False)
 
-    _computed(graph)
+    _computed(graph, _reread(ann, blocks))
 
 
 # ---------------------------------------------------------------- the EM

@@ -1,6 +1,8 @@
 """The memory-bounded (chunked) and Dask EMs reach the in-memory EM's fixed point."""
 
+import itertools
 import logging
+import os
 
 import numpy as np
 import pandas as pd
@@ -181,6 +183,43 @@ def test_dask_annotations_refuse_bad_frames(crowd):
                                         annotators=3, classes=3)
     with pytest.raises(ValueError, match="annotator codes must lie in 0..2"):
         dawid_skene.em(too_few)
+
+
+@pytest.mark.slow
+def test_dask_em_survives_a_worker_killed_mid_fit(crowd, tmp_path, caplog):
+    """A worker process dies (``os._exit``) while it reads a partition, and the
+    scheduler gives up on the tasks it was running (``allowed-failures`` 0): the pass
+    is run again from the same parameters, every block read again from its
+    partition, and the fit is the in-memory EM's. A bare retry fails here: the
+    persisted blocks and the partitions under them stay failed on the scheduler."""
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    memory = dawid_skene.em(crowd)
+    table = _table(crowd).sort_index()
+    cuts = np.linspace(0, crowd.n_items, 5).astype(int)
+    (tmp_path / "armed").touch()
+
+    def read(part, trap=str(tmp_path)):
+        try:  # the first partition read after arming kills its worker, once
+            os.rename(os.path.join(trap, "armed"), os.path.join(trap, "fired"))
+        except FileNotFoundError:
+            return part
+        os._exit(1)
+
+    frame = dd.from_delayed(
+        [dask.delayed(read)(table.loc[a:b - 1]) for a, b in itertools.pairwise(cuts)],
+        meta=table.iloc[:0], divisions=[*cuts[:-1], crowd.n_items - 1])
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster), \
+            caplog.at_level(logging.WARNING, logger="crowd_models.large"):
+        fit = dawid_skene.em(DaskAnnotations.from_dask(frame, annotators=crowd.annotators,
+                                                       classes=crowd.classes))
+    assert (tmp_path / "fired").exists()
+    assert any("a Dask worker was lost" in r.message for r in caplog.records)
+    _same_fit(memory, fit, ["confusion", "prevalence", "n_labels"])
 
 
 def test_a_pass_that_lost_a_worker_runs_again_from_the_same_parameters():
