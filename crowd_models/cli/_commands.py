@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -177,9 +178,7 @@ def run_fit(args, argv=None) -> int:
         ann = _with_positive(ann, args.positive)
     print(f"      {ann}")
 
-    from crowd_models.models import MODELS
-
-    family = MODELS[plan.model]
+    family = import_module(_registry.cli_modules()[plan.model])  # that family alone
     options = dict(plan.options)
     if plan.penalties is not None:
         options["penalty"] = _choose_penalty(ann, plan.penalties)
