@@ -257,10 +257,11 @@ def missing_codes(classes) -> list:
 # --------------------------------------------------------------------- ids
 def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
     """Codes (first appearance) and the distinct ids of one id column."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
+    categorical = isinstance(col.dtype, pd.CategoricalDtype)
+    if categorical and (strip or col.hasnans):
         # unused categories are not items/annotators: only the values count
-        col = col.astype(col.cat.categories.dtype)
-    if pd.api.types.is_float_dtype(col.dtype):
+        col, categorical = col.astype(col.cat.categories.dtype), False
+    if pd.api.types.is_float_dtype(col.cat.categories.dtype if categorical else col.dtype):
         warn(
             f"{what} holds ids as floating-point numbers (e.g. {short_repr(col.iloc[0])}): "
             f"ids that differ as text become one number ('1.10' and '1.1', '007' and '7.0'), "
@@ -269,7 +270,11 @@ def parse_ids(col: pd.Series, rows, role: str, what: str, strip: bool):
         )
     if strip:
         col = _strip(col)
-    codes, ids = _factorize(col)
+    if categorical:  # the categories' codes, renumbered: no id is written out per row
+        codes, used = pd.factorize(col.cat.codes.to_numpy(), sort=False)
+        ids = pd.Index(col.cat.categories.take(used))
+    else:
+        codes, ids = _factorize(col)
     codes = codes.astype(code_dtype(len(ids)), copy=False)
     blank = _blank(ids)
     if blank.any():

@@ -172,6 +172,29 @@ class TestCategoricalLabels:
         assert not isinstance(a.items.dtype, pd.CategoricalDtype)
         np.testing.assert_array_equal(a.gold, [-1, 1, -1])
 
+    def test_categorical_id_columns_code_as_their_text_does(self):
+        # read from the categories' codes (no id written out per row): the same
+        # codes, ids and order of first appearance as the same column as text
+        rng = np.random.default_rng(0)
+        df = pd.DataFrame({"item": rng.choice([f"i{k}" for k in range(40)], 300),
+                           "annotator": rng.choice(["w9", "w1", "w10", "w2"], 300),
+                           "label": rng.choice(["a", "b"], 300)})
+        df = df.drop_duplicates(["item", "annotator"])
+        text = Annotations.from_frame(df)
+        cats = df.assign(item=pd.Categorical(df["item"], categories=sorted(
+            set(df["item"]) | {"unused"}, reverse=True)), annotator=df["annotator"].astype(
+            "category"))
+        coded = Annotations.from_frame(cats)
+        for name in ("item_idx", "annotator_idx", "labels"):
+            np.testing.assert_array_equal(getattr(coded, name), getattr(text, name))
+        assert coded.items.equals(text.items) and coded.annotators.equals(text.annotators)
+        # a missing id is refused as it is in a text column
+        cats.loc[cats.index[3], "item"] = np.nan
+        with pytest.raises(ValueError, match="item"):
+            Annotations.from_frame(cats)
+        with pytest.raises(ValueError, match="item"):
+            Annotations.from_frame(cats.assign(item=cats["item"].astype(object)))
+
     def test_wide_matrix_of_categoricals(self):
         levels = ["low", "mid", "high"]
         m = pd.DataFrame({"a": pd.Categorical(["high", "low"], categories=levels),
