@@ -1,4 +1,4 @@
-"""A scikit-learn face: a classifier learned from many noisy annotators.
+"""A scikit-learn face: a classifier and a regressor learned from many noisy annotators.
 
 :class:`CrowdClassifier` is a scikit-learn estimator. Its ``fit(X, Y)`` takes
 the items' features ``X`` and the items x annotators label matrix ``Y`` (a
@@ -10,9 +10,16 @@ the Dawid-Skene family's EM. The classifier is the family's own logistic
 labels (``classifier=``, sec. 6.3). It predicts new items from their features
 alone, and it clones, pickles and sits at the end of a ``Pipeline``.
 
+:class:`CrowdRegressor` is its counterpart for continuous labels: ``fit(X, Y)``
+with the items x annotators matrix of numbers fits the continuous family's EM
+(each annotator's label is a bias plus a scale times the true value plus
+Gaussian noise; the true value a linear regression on the features), and
+``predict`` gives new items' true values (``return_std=True``: with their sd).
+
 A held-out fold's ``Y`` is crowd labels too, so the estimator's ``score``
-measures agreement with them; :func:`gold_scorer` scores against gold labels
-instead, in ``cross_val_score`` or a grid search.
+measures agreement with them (the regressor's: R^2 against every present
+label); :func:`gold_scorer` scores a classifier against gold labels instead, in
+``cross_val_score`` or a grid search.
 
 This module needs scikit-learn (the ``dev`` or ``case-studies`` extra);
 ``import crowd_models`` does not load it.
@@ -24,15 +31,15 @@ from importlib import import_module
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss, r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _registry
 
-__all__ = ["CrowdClassifier", "gold_scorer"]
+__all__ = ["CrowdClassifier", "CrowdRegressor", "gold_scorer"]
 
 FAMILIES = ("dawid_skene", "two_coin")
 """The families :class:`CrowdClassifier` fits (the categorical ones with a
@@ -176,7 +183,7 @@ sensitivity_prior, specificity_prior : optional
         """
         module, options = self._em_options()
         X = validate_data(self, X, reset=True, dtype=float)
-        matrix = _label_matrix(Y, len(X))
+        matrix = _class_labels(_label_matrix(Y, len(X), "CrowdClassifier"))
         annotations = Annotations.from_wide(matrix, features=X)
         if annotations.n_classes < 2:
             raise ValueError(f"Y holds one class, {listing(annotations.classes)}; a classifier "
@@ -286,14 +293,9 @@ sensitivity_prior, specificity_prior : optional
         >>> CrowdClassifier(family="two_coin").fit(ann.features, Y).score(ann.features, Y)
         """
         predicted = self.predict(X)
-        matrix = _label_matrix(y, len(predicted))
-        present = matrix.notna().to_numpy()
-        agree = np.zeros(present.shape, dtype=bool)
-        rows = np.nonzero(present)[0]
-        agree[present] = matrix.to_numpy(dtype=object)[present] == predicted[rows]
-        weight = np.ones(len(predicted)) if sample_weight is None else np.asarray(
-            sample_weight, dtype=float)
-        return float((agree.sum(axis=1) * weight).sum() / (present.sum(axis=1) * weight).sum())
+        matrix = _class_labels(_label_matrix(y, len(predicted), "CrowdClassifier"))
+        labels, rows, weight = _present_labels(matrix, sample_weight)
+        return float(np.sum(weight * (labels == predicted[rows])) / np.sum(weight))
 
     def _em_options(self):
         """The family's module and the keywords of its em, checked."""
@@ -323,12 +325,233 @@ sensitivity_prior, specificity_prior : optional
         return module, options
 
 
-def _label_matrix(Y, n_samples: int) -> pd.DataFrame:
+_CONTINUOUS_KEYWORDS = ("precision_prior", "truth_precision_prior", "bias_sd", "scale_sd",
+                        "coef_precision", "intercept_precision", "label_scale", "tol",
+                        "max_iter")
+"""The keywords :class:`CrowdRegressor` passes on to ``continuous.em`` when not None."""
+
+
+class CrowdRegressor(RegressorMixin, BaseEstimator):
+    """A regression learned from many noisy annotators' continuous labels.
+
+    Annotator j reports item i's true value ``y_i`` as ``bias_j + scale_j *
+    y_i`` plus Gaussian noise of precision ``precision_j``, and ``y_i`` follows
+    a linear regression on the item's features (Raykar et al. 2009, sec. 8.3):
+    the continuous family's EM fits the annotators, the truth and the
+    regression together (:mod:`crowd_models.models.continuous`).
+
+    Parameters
+    ----------
+    bias, scale : bool, default False
+        A per-annotator additive bias (summing to zero) and multiplicative scale
+        (averaging 1).
+    noise : {"gaussian"}, default "gaussian"
+        The annotators' noise. Only Gaussian noise has an EM; Student-t noise
+        ("student_t") is fitted by ``cm.fit_map(continuous.build_model(...,
+        noise="student_t"))`` outside this estimator.
+    precision_prior, truth_precision_prior, bias_sd, scale_sd, coef_precision, \
+intercept_precision, label_scale : optional
+        ``continuous.em``'s prior keywords (in units of ``label_scale``, by
+        default the labels' sd); None takes the family's default. ``bias_sd``
+        needs ``bias=True`` and ``scale_sd`` needs ``scale=True``.
+        ``coef_precision`` is the regression's prior precision: standardise
+        the features (a ``StandardScaler`` before it in a ``Pipeline``).
+    tol, max_iter : optional
+        The EM's stopping rule; None takes the family's default.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray
+        The features' names, when ``X`` was a DataFrame with text column names.
+    truth_, truth_sd_ : ndarray (n_samples,)
+        Posterior mean and sd of the training items' true values.
+    annotators_ : pandas.DataFrame
+        Each annotator's precision (and bias, scale) with its 90% interval
+        (``crowd_models.report.annotator_summary`` of ``fit_``), indexed by the
+        columns of ``Y`` (annotators without a label in ``Y`` are left out).
+    fit_ : xarray.Dataset
+        The continuous family's EM fit.
+    n_iter_ : int
+        The EM steps run.
+
+    Notes
+    -----
+    A 1-D ``y`` is read as one annotator's labels (the fit warns: one
+    annotator's precision is not identified, it echoes the prior), so the
+    estimator works wherever scikit-learn expects a plain target; its
+    ``check_estimator`` passes but for the checks the test lists, with the
+    reason. ``score(X, Y)`` is the coefficient of determination R^2 of the
+    predictions against every present label of ``Y`` (each label counts once,
+    weighted by its item's ``sample_weight``): for a 1-D ``y`` the ordinary
+    R^2. A crowd's labels are noisy, so even the true regression scores below
+    1; score against gold values with ``sklearn.metrics.r2_score``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import continuous
+    >>> from crowd_models.sklearn import CrowdRegressor
+    >>> ann = continuous.simulate([4.0, 1.0, 0.25], n_items=200, n_features=2, rng=0)
+    >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+    >>> CrowdRegressor().fit(ann.features, Y).predict(np.zeros((2, 2)))
+    """
+
+    def __init__(self, *, bias=False, scale=False, noise="gaussian", precision_prior=None,
+                 truth_precision_prior=None, bias_sd=None, scale_sd=None, coef_precision=None,
+                 intercept_precision=None, label_scale=None, tol=None, max_iter=None):
+        self.bias = bias
+        self.scale = scale
+        self.noise = noise
+        self.precision_prior = precision_prior
+        self.truth_precision_prior = truth_precision_prior
+        self.bias_sd = bias_sd
+        self.scale_sd = scale_sd
+        self.coef_precision = coef_precision
+        self.intercept_precision = intercept_precision
+        self.label_scale = label_scale
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def fit(self, X, Y):
+        """Fit the true values, the annotators and the regression to crowd labels.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The items' features.
+        Y : array-like or DataFrame (n_samples, n_annotators), or (n_samples,)
+            Row i holds item i's numeric labels, one column per annotator (its
+            column name is the annotator's id); NaN, None or ``pandas.NA`` where
+            that annotator gave none. Every item needs at least one label. A
+            1-D ``y`` is one annotator's labels.
+
+        Returns
+        -------
+        CrowdRegressor
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from crowd_models.models import continuous
+        >>> from crowd_models.sklearn import CrowdRegressor
+        >>> ann = continuous.simulate([4.0, 1.0, 0.25], bias=[0.5, 0.0, -0.5], n_items=200,
+        ...                           n_features=2, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdRegressor(bias=True).fit(ann.features, Y).annotators_
+        """
+        module, options = self._em_options()
+        X = validate_data(self, X, reset=True, dtype=float, ensure_min_samples=2)
+        matrix = _numeric_labels(_label_matrix(Y, len(X), "CrowdRegressor"))
+        self.fit_ = module.em(Annotations.from_wide(matrix, features=X, continuous=True),
+                              **options)
+        self.truth_ = self.fit_["true_value"].values[0, 0]
+        self.truth_sd_ = self.fit_["true_value_sd"].values[0, 0]
+        self.n_iter_ = int(self.fit_.attrs["n_iter"])
+        from crowd_models.report import annotator_summary
+
+        self.annotators_ = annotator_summary(self.fit_)
+        return self
+
+    def predict(self, X, return_std=False):
+        """The predictive mean of new items' true values from their features.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The new items' features, as in ``fit``.
+        return_std : bool, default False
+            Also return the predictive sd of each true value (the regression's
+            residual sd, ``1 / sqrt(truth_precision)``, for an EM fit).
+
+        Returns
+        -------
+        ndarray (n_samples,), or a tuple of two
+            ``crowd_models.predict(fit_, X)``'s ``value`` (and ``value_sd``), in
+            the labels' units.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from crowd_models.models import continuous
+        >>> from crowd_models.sklearn import CrowdRegressor
+        >>> ann = continuous.simulate([4.0, 1.0, 0.25], n_items=200, n_features=2, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> mean, sd = CrowdRegressor().fit(ann.features, Y).predict(np.ones((1, 2)),
+        ...                                                          return_std=True)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=float)
+        from crowd_models.prediction import predict
+
+        out = predict(self.fit_, X)
+        return (out["value"].values, out["value_sd"].values) if return_std else \
+            out["value"].values
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of the predictions against every present label of ``y``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            The items' features.
+        y : array-like or DataFrame (n_samples, n_annotators), or (n_samples,)
+            Crowd labels, a matrix as ``Y`` in ``fit`` (a 1-D ``y``: the
+            ordinary R^2).
+        sample_weight : array-like (n_samples,), optional
+            Weights of the items.
+
+        Returns
+        -------
+        float
+            ``sklearn.metrics.r2_score`` over the present labels, each counted
+            once (weighted by its item's weight).
+
+        Examples
+        --------
+        >>> from crowd_models.models import continuous
+        >>> from crowd_models.sklearn import CrowdRegressor
+        >>> ann = continuous.simulate([4.0, 1.0, 0.25], n_items=200, n_features=2, rng=0)
+        >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
+        >>> CrowdRegressor().fit(ann.features, Y).score(ann.features, Y)
+        """
+        predicted = self.predict(X)
+        matrix = _numeric_labels(_label_matrix(y, len(predicted), "CrowdRegressor"))
+        labels, rows, weight = _present_labels(matrix, sample_weight)
+        return float(r2_score(labels.astype(float), predicted[rows], sample_weight=weight))
+
+    def _em_options(self):
+        """The continuous module and the keywords of its em, checked."""
+        module = import_module("crowd_models.models.continuous")
+        for name in ("bias", "scale"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False.")
+            if getattr(self, f"{name}_sd") is not None and not getattr(self, name):
+                raise ValueError(f"{name}_sd={getattr(self, f'{name}_sd')!r} is the prior of "
+                                 f"the annotators' {name}, which needs {name}=True: set "
+                                 f"{name}=True or leave {name}_sd=None.")
+        if self.noise != "gaussian":
+            known = self.noise in module.NOISES
+            raise ValueError(
+                f"noise={self.noise!r} " + (
+                    "has no EM, and CrowdRegressor fits by EM: use noise='gaussian', or fit "
+                    "continuous.build_model(..., noise='student_t') with cm.fit_map and "
+                    "predict with cm.predict." if known else
+                    f"is not one of {listing(module.NOISES)}; CrowdRegressor takes "
+                    f"noise='gaussian'."))
+        options = {name: getattr(self, name) for name in _CONTINUOUS_KEYWORDS
+                   if getattr(self, name) is not None}
+        return module, {**options, "bias": bool(self.bias), "scale": bool(self.scale)}
+
+
+def _label_matrix(Y, n_samples: int, estimator: str) -> pd.DataFrame:
     """``Y`` as an items x annotators DataFrame indexed 0..n-1 (its rows are X's by
-    position), annotators without a label dropped; sklearn-style errors."""
+    position), annotators without a label dropped; sklearn-style errors that name
+    ``estimator``."""
     if Y is None:
-        raise ValueError("CrowdClassifier requires y to be passed, but the target y is None: "
-                         "give Y, the items x annotators label matrix.")
+        raise ValueError(f"{estimator} requires y to be passed, but the target y is None: "
+                         f"give Y, the items x annotators label matrix.")
     if isinstance(Y, pd.Series):
         matrix = Y.to_frame(name=0 if Y.name is None else Y.name)
     elif isinstance(Y, pd.DataFrame):
@@ -351,13 +574,42 @@ def _label_matrix(Y, n_samples: int) -> pd.DataFrame:
         raise ValueError(f"Y has no label for {len(unlabelled)} sample(s) (rows "
                          f"{listing(unlabelled.tolist())}); every item needs at least one "
                          f"annotator's label: drop those rows from X and Y.")
-    matrix = matrix.loc[:, present.any(axis=0).to_numpy()]
-    values = pd.Series(matrix.to_numpy(dtype=object)[present.loc[:, matrix.columns]])
+    return matrix.loc[:, present.any(axis=0).to_numpy()]
+
+
+def _class_labels(matrix: pd.DataFrame) -> pd.DataFrame:
+    """``matrix`` unchanged, refused when its labels are non-integer numbers."""
+    values = pd.Series(matrix.to_numpy(dtype=object)[matrix.notna().to_numpy()])
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.notna().all() and not np.all(numeric == np.round(numeric)):
         raise ValueError("Unknown label type: continuous. CrowdClassifier takes class labels "
                          "(integers or text); Y holds non-integer numbers.")
     return matrix
+
+
+def _numeric_labels(matrix: pd.DataFrame) -> pd.DataFrame:
+    """``matrix`` as floats (NaN where missing), refused when a label is not a number."""
+    present = matrix.notna().to_numpy()
+    values = pd.Series(matrix.to_numpy(dtype=object)[present])
+    numeric = pd.to_numeric(values, errors="coerce").astype(float)
+    bad = values[numeric.isna().to_numpy() | ~np.isfinite(numeric.to_numpy())]
+    if len(bad):
+        raise ValueError(f"CrowdRegressor takes numeric labels; Y holds {len(bad)} that are "
+                         f"not finite numbers ({listing(bad.unique()[:5].tolist())}): convert "
+                         f"them, or use CrowdClassifier for class labels.")
+    out = np.full(present.shape, np.nan)
+    out[present] = numeric.to_numpy()
+    return pd.DataFrame(out, index=matrix.index, columns=matrix.columns)
+
+
+def _present_labels(matrix: pd.DataFrame, sample_weight):
+    """The present labels of a crowd matrix (row-major), the row of each and its
+    weight (its item's ``sample_weight``): every present label counts once."""
+    present = matrix.notna().to_numpy()
+    rows = np.nonzero(present)[0]
+    weight = np.ones(len(matrix)) if sample_weight is None else np.asarray(sample_weight,
+                                                                           dtype=float)
+    return matrix.to_numpy(dtype=object)[present], rows, weight[rows]
 
 
 _METRICS = {"accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy_score}

@@ -1,7 +1,9 @@
-"""crowd_models.sklearn: CrowdClassifier against the families' EM, on new items,
-in scikit-learn's machinery (clone, Pipeline, cross_val_score with gold), and
+"""crowd_models.sklearn: CrowdClassifier against the families' EM and
+CrowdRegressor against the continuous family's, on new items, in scikit-learn's
+machinery (clone, Pipeline, pickle, cross_val_score with gold), and
 scikit-learn's own estimator checks."""
 
+import pickle
 import subprocess
 import sys
 import warnings
@@ -16,16 +18,20 @@ from scipy.special import softmax  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.metrics import r2_score  # noqa: E402
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import crowd_models as cm  # noqa: E402
+from crowd_models.models import (
+    continuous,  # noqa: E402
+    two_coin,  # noqa: E402
+)
 from crowd_models.models import dawid_skene as ds  # noqa: E402
-from crowd_models.models import two_coin  # noqa: E402
-from crowd_models.sklearn import CrowdClassifier, gold_scorer  # noqa: E402
+from crowd_models.sklearn import CrowdClassifier, CrowdRegressor, gold_scorer  # noqa: E402
 
 CLASSES = ["cat", "dog", "fox"]
 
@@ -263,7 +269,7 @@ def _expected_failures(estimator):
 
 
 @parametrize_with_checks(
-    [CrowdClassifier(), CrowdClassifier(family="two_coin"),
+    [CrowdClassifier(), CrowdClassifier(family="two_coin"), CrowdRegressor(),
      CrowdClassifier(family="two_coin", classifier=DecisionTreeClassifier(max_depth=3,
                                                                           random_state=0))],
     expected_failed_checks=_expected_failures)
@@ -275,3 +281,164 @@ def test_scikit_learn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+# ----------------------------------------------------------------- CrowdRegressor
+COEF, INTERCEPT, RESIDUAL_SD = np.array([10.0, -5.0, 3.0]), 50.0, 2.0
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """Five annotators of noise sd 1-5 with biases, three labels an item, on 400
+    items whose true value is a regression on three features (residual sd 2), in
+    units far from 1 (intercept 50); 2,000 new items from the same regression."""
+    rng = np.random.default_rng(1)
+    ann = continuous.simulate(1 / np.array([1.0, 2.0, 5.0, 1.5, 3.0]) ** 2,
+                              bias=[2.0, 0.0, -1.0, -1.0, 0.0], n_items=400, n_features=3,
+                              coef=COEF, intercept=INTERCEPT,
+                              truth_precision=1 / RESIDUAL_SD ** 2, labels_per_item=3, rng=rng)
+    Y = _wide(ann)
+    assert list(Y.index) == list(ann.items) == list(range(400))
+    new = rng.standard_normal((2000, 3))
+    truth = new @ COEF + INTERCEPT + RESIDUAL_SD * rng.standard_normal(2000)
+    return ann, Y, new, truth
+
+
+def test_regressor_is_the_continuous_em_and_predicts_as_cm_predict(scored):
+    ann, Y, new, _ = scored
+    model = CrowdRegressor(bias=True).fit(ann.features, Y)
+    fit = continuous.em(cm.Annotations.from_wide(Y, features=ann.features, continuous=True),
+                        bias=True)
+    expected = cm.predict(fit, new)
+    np.testing.assert_allclose(model.predict(new), expected["value"].values, rtol=0,
+                               atol=1e-10)
+    mean, sd = model.predict(new, return_std=True)
+    np.testing.assert_allclose(sd, expected["value_sd"].values, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.truth_, fit["true_value"].values[0, 0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.truth_sd_, fit["true_value_sd"].values[0, 0], rtol=0,
+                               atol=1e-10)
+    pd.testing.assert_frame_equal(model.annotators_, cm.report.annotator_summary(fit))
+    assert list(model.annotators_.index) == list(Y.columns)
+    assert {"precision_lower", "bias_upper"} <= set(model.annotators_.columns)
+    assert model.n_iter_ == fit.attrs["n_iter"] and model.n_features_in_ == 3
+    # missing entries as None or pandas NA, labels as text numbers, a plain array:
+    # the same fit
+    as_none = Y.astype(object).where(Y.notna(), None)
+    for other in (as_none, Y.astype("Float64"), Y.astype(str).where(Y.notna()),
+                  Y.to_numpy()):
+        again = CrowdRegressor(bias=True).fit(ann.features, other)
+        np.testing.assert_allclose(again.truth_, model.truth_, rtol=0, atol=1e-10)
+    # the priors reach the EM: a keyword changes the fit as em's keyword does
+    tight = CrowdRegressor(bias=True, coef_precision=1e4, label_scale=1.0).fit(ann.features, Y)
+    fit = continuous.em(cm.Annotations.from_wide(Y, features=ann.features, continuous=True),
+                        bias=True, coef_precision=1e4, label_scale=1.0)
+    np.testing.assert_allclose(tight.predict(new), cm.predict(fit, new)["value"].values,
+                               rtol=0, atol=1e-10)
+    assert np.abs(fit["coef"].values).max() < 0.01  # coef ~ N(0, 1e-4): shrunk to 0
+
+
+def test_regressor_recovers_the_regression_and_its_spread(scored):
+    """On new items the predictions track the true regression x @ coef + intercept
+    (each coefficient off by about the residual sd over sqrt(n), 0.1: measured RMSE
+    0.18, the regression's own sd 11.6), so against the new items' true values the
+    error is the residual sd 2 (measured 1.95), return_std is that sd (measured
+    2.01), and the 90% band covers 90% (measured 0.91). On the training items the
+    posterior means beat the items' mean labels (measured RMSE 0.94 against 1.71:
+    the mean weights a noise sd of 5 like one of 1, and keeps the biases)."""
+    ann, Y, new, truth = scored
+    model = CrowdRegressor(bias=True).fit(ann.features, Y)
+    mean, sd = model.predict(new, return_std=True)
+    regression = new @ COEF + INTERCEPT
+    assert np.sqrt(np.mean((mean - regression) ** 2)) < 0.4
+    assert np.corrcoef(mean, regression)[0, 1] > 0.999
+    assert np.sqrt(np.mean((mean - truth) ** 2)) == pytest.approx(RESIDUAL_SD, rel=0.1)
+    assert np.all(sd > 0) and sd == pytest.approx(RESIDUAL_SD, rel=0.1)
+    assert np.mean(np.abs(truth - mean) < 1.645 * sd) == pytest.approx(0.9, abs=0.03)
+    gold = ann.gold_series().loc[Y.index].to_numpy()
+    crowd = np.sqrt(np.mean((model.truth_ - gold) ** 2))
+    plain = np.sqrt(np.mean((Y.mean(axis=1).to_numpy() - gold) ** 2))
+    assert crowd < 0.7 * plain, (crowd, plain)
+    # the annotators' noise sds (1, 2, 5, 1.5, 3) and biases come back; the default
+    # precision prior (mode: noise sd 0.32 label sds, 3.8 here) shrinks the most
+    # precise one, 0.08 label sds, to 1.26; a flat prior gives 1.08 (measured)
+    table = model.annotators_
+    sds = [1.0, 2.0, 5.0, 1.5, 3.0]
+    np.testing.assert_allclose(1 / np.sqrt(table["precision_mean"]), sds, rtol=0.3)
+    flat = CrowdRegressor(bias=True, precision_prior=(1.0, 0.0)).fit(ann.features, Y)
+    np.testing.assert_allclose(1 / np.sqrt(flat.annotators_["precision_mean"]), sds, rtol=0.1)
+    np.testing.assert_allclose(table["bias_mean"], [2.0, 0.0, -1.0, -1.0, 0.0], atol=0.5)
+
+
+def test_regressor_score_clone_pipeline_and_pickle(scored):
+    ann, Y, new, _ = scored
+    X = pd.DataFrame(ann.features, columns=["a", "b", "c"])
+    pipe = Pipeline([("scale", StandardScaler()), ("crowd", CrowdRegressor(bias=True))])
+    twin = clone(pipe)
+    assert twin.get_params()["crowd__bias"] is True and not hasattr(twin[-1], "fit_")
+    pipe.fit(X, Y)
+    by_hand = CrowdRegressor(bias=True).fit(pipe[0].transform(X), Y)
+    frame = pd.DataFrame(new, columns=["a", "b", "c"])
+    np.testing.assert_allclose(pipe.predict(frame), by_hand.predict(pipe[0].transform(frame)),
+                               rtol=0, atol=1e-10)
+    assert list(pipe[0].feature_names_in_) == ["a", "b", "c"]
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again.predict(frame), pipe.predict(frame))
+    model = CrowdRegressor(bias=True).fit(X, Y)
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="feature names"):
+        model.predict(X[["c", "b", "a"]])
+    # score: R^2 of the predictions against every present label, each once
+    predicted = model.predict(X)
+    present = Y.notna().to_numpy()
+    rows = np.nonzero(present)[0]
+    assert model.score(X, Y) == pytest.approx(r2_score(Y.to_numpy()[present], predicted[rows]))
+    weight = np.random.default_rng(0).uniform(0.5, 2, len(X))
+    assert model.score(X, Y, sample_weight=weight) == pytest.approx(
+        r2_score(Y.to_numpy()[present], predicted[rows], sample_weight=weight[rows]))
+    # a 1-D y (one annotator, warned): the ordinary R^2
+    y = Y.mean(axis=1).to_numpy()
+    with pytest.warns(UserWarning, match="one annotator"):
+        single = CrowdRegressor().fit(X, y)
+    assert single.annotators_.shape[0] == 1
+    assert single.score(X, y) == pytest.approx(r2_score(y, single.predict(X)))
+    assert 0.5 < single.score(X, y) < 1 and 0.5 < model.score(X, Y) < single.score(X, y)
+
+
+def test_regressor_bad_input(scored):
+    ann, Y, _, _ = scored
+    X = ann.features
+    with pytest.raises(NotFittedError):
+        CrowdRegressor().predict(X)
+    with pytest.raises(ValueError, match="bias_sd=2.0 is the prior of the annotators' bias, "
+                                         "which needs bias=True: set bias=True or leave "
+                                         "bias_sd=None"):
+        CrowdRegressor(bias_sd=2.0).fit(X, Y)
+    with pytest.raises(ValueError, match="leave scale_sd=None"):
+        CrowdRegressor(scale_sd=0.1).fit(X, Y)
+    with pytest.raises(ValueError, match="bias='yes' must be True or False"):
+        CrowdRegressor(bias="yes").fit(X, Y)
+    with pytest.raises(ValueError, match="noise='student_t' has no EM.*use noise='gaussian'"):
+        CrowdRegressor(noise="student_t").fit(X, Y)
+    with pytest.raises(ValueError, match="noise='laplace' is not one of"):
+        CrowdRegressor(noise="laplace").fit(X, Y)
+    with pytest.raises(ValueError, match="precision_prior needs a finite shape >= 1"):
+        CrowdRegressor(precision_prior=(0.5, 1.0)).fit(X, Y)
+    with pytest.raises(ValueError, match="need tol > 0"):
+        CrowdRegressor(tol=-1.0).fit(X, Y)
+    with warnings.catch_warnings():  # one annotator: warned, then refused
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(ValueError, match="bias=True needs at least two annotators"):
+            CrowdRegressor(bias=True).fit(X, Y.iloc[:, 0].fillna(0.0))
+    text = Y.astype(object)
+    text.iloc[0, text.columns.get_indexer([text.iloc[0].first_valid_index()])[0]] = "high"
+    with pytest.raises(ValueError, match=r"numeric labels; Y holds 1 .*\['high'\].*"
+                                         "CrowdClassifier"):
+        CrowdRegressor().fit(X, text)
+    empty = Y.copy()
+    empty.iloc[[3, 7]] = np.nan
+    with pytest.raises(ValueError, match=r"no label for 2 sample\(s\) \(rows \[3, 7\]\)"):
+        CrowdRegressor().fit(X, empty)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        CrowdRegressor().fit(X[:10], Y)
+    with pytest.raises(ValueError, match="CrowdRegressor requires y to be passed"):
+        CrowdRegressor().fit(X, None)
