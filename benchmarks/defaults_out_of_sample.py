@@ -21,7 +21,8 @@ on every unit: majority vote (soft, ties split; argmax to the first class),
 full, one-coin and pooled Dawid-Skene (and pooled at a fixed spread of 1,
 "pooled s=1"), the spammer model (MACE), the
 item-difficulty model (GLAD, "fixed"), the community model (3 communities),
-the equal-weight average of the pooled and spammer item probabilities, and
+the equal-weight average of the pooled and spammer item probabilities (and
+of full Dawid-Skene's and the spammer model's, "DS+spammer"), and
 ``auto``: ``compare_models`` with its defaults and ``choose`` (criterion
 "sharing"), then the chosen candidate's EM; ``auto stacking`` and ``auto
 pseudo-BMA``: the same comparison's eligible candidates averaged with the weights
@@ -101,7 +102,7 @@ reports of a sparse crowd we do not have."""
 RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
          "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
          "stacking no pooled", "one-coin uniform", "GLAD uniform", "spammer uniform", "spammer VB",
-         "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS")
+         "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS", "DS+spammer")
 AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
@@ -164,6 +165,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
     }
     averaging = [rule for rule in AVERAGED if rule in rules]
     needed = (set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
+              | ({"DS", "spammer"} if "DS+spammer" in rules else set())
               | ({"pooled", "spammer", "GLAD"} if averaging else set()))
     prob, seconds, chosen = {}, {}, None
     with warnings.catch_warnings():
@@ -262,6 +264,9 @@ def _scored(prob, seconds, rules, ann, accuracy, chosen):
     if "pooled+spammer" in rules:
         prob["pooled+spammer"] = (prob["pooled"] + prob["spammer"]) / 2
         seconds["pooled+spammer"] = seconds["pooled"] + seconds["spammer"]
+    if "DS+spammer" in rules:  # the equal-weight average of the two EMs' posteriors
+        prob["DS+spammer"] = (prob["DS"] + prob["spammer"]) / 2
+        seconds["DS+spammer"] = seconds["DS"] + seconds["spammer"]
     return ({rule: accuracy(prob[rule], ann) for rule in rules},
             {rule: seconds[rule] for rule in rules}, chosen)
 
