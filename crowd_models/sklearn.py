@@ -441,10 +441,12 @@ intercept_precision, label_scale : optional
         >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
         >>> CrowdRegressor(bias=True).fit(ann.features, Y).annotators_
         """
-        module, options = self._em_options()
+        from crowd_models.models import continuous  # PyMC loads with the family, not here
+
+        options = self._em_options()
         X = validate_data(self, X, reset=True, dtype=float, ensure_min_samples=2)
         matrix = _numeric_labels(_label_matrix(Y, len(X), "CrowdRegressor"))
-        self.fit_ = module.em(Annotations.from_wide(matrix, features=X, continuous=True),
+        self.fit_ = continuous.em(Annotations.from_wide(matrix, features=X, continuous=True),
                               **options)
         self.truth_ = self.fit_["true_value"].values[0, 0]
         self.truth_sd_ = self.fit_["true_value_sd"].values[0, 0]
@@ -522,8 +524,9 @@ intercept_precision, label_scale : optional
         return float(r2_score(labels.astype(float), predicted[rows], sample_weight=weight))
 
     def _em_options(self):
-        """The continuous module and the keywords of its em, checked."""
-        module = import_module("crowd_models.models.continuous")
+        """The keywords of ``continuous.em``, checked."""
+        from crowd_models.models import continuous
+
         for name in ("bias", "scale"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValueError(f"{name}={getattr(self, name)!r} must be True or False.")
@@ -532,17 +535,17 @@ intercept_precision, label_scale : optional
                                  f"the annotators' {name}, which needs {name}=True: set "
                                  f"{name}=True or leave {name}_sd=None.")
         if self.noise != "gaussian":
-            known = self.noise in module.NOISES
+            known = self.noise in continuous.NOISES
             raise ValueError(
                 f"noise={self.noise!r} " + (
                     "has no EM, and CrowdRegressor fits by EM: use noise='gaussian', or fit "
                     "continuous.build_model(..., noise='student_t') with cm.fit_map and "
                     "predict with cm.predict." if known else
-                    f"is not one of {listing(module.NOISES)}; CrowdRegressor takes "
+                    f"is not one of {listing(continuous.NOISES)}; CrowdRegressor takes "
                     f"noise='gaussian'."))
         options = {name: getattr(self, name) for name in _CONTINUOUS_KEYWORDS
                    if getattr(self, name) is not None}
-        return module, {**options, "bias": bool(self.bias), "scale": bool(self.scale)}
+        return {**options, "bias": bool(self.bias), "scale": bool(self.scale)}
 
 
 def _label_matrix(Y, n_samples: int, estimator: str) -> pd.DataFrame:
@@ -592,7 +595,7 @@ def _numeric_labels(matrix: pd.DataFrame) -> pd.DataFrame:
     present = matrix.notna().to_numpy()
     values = pd.Series(matrix.to_numpy(dtype=object)[present])
     numeric = pd.to_numeric(values, errors="coerce").astype(float)
-    bad = values[numeric.isna().to_numpy() | ~np.isfinite(numeric.to_numpy())]
+    bad = values[~np.isfinite(numeric.to_numpy())]  # not a number, NaN or infinite
     if len(bad):
         raise ValueError(f"CrowdRegressor takes numeric labels; Y holds {len(bad)} that are "
                          f"not finite numbers ({listing(bad.unique()[:5].tolist())}): convert "
