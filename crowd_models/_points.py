@@ -375,9 +375,13 @@ def point_tree(model: pm.Model, value_parts) -> xr.DataTree:
 
 def family_attrs(model: pm.Model) -> dict:
     """The ``family`` and ``variant`` a family's factory recorded on the model
-    (``model.crowd_family``), as a fit's attrs; none for a model without it."""
+    (``model.crowd_family``), with the standardised features' centre and scale
+    (``model.crowd_feature_scaling``), as a fit's attrs; none for a model
+    without them."""
     recorded = getattr(model, "crowd_family", None)
-    return {} if recorded is None else {"family": recorded[0], "variant": recorded[1]}
+    scaling = getattr(model, "crowd_feature_scaling", {})
+    return {**scaling} if recorded is None else {"family": recorded[0], "variant": recorded[1],
+                                                 **scaling}
 
 
 def check_protocol(model: pm.Model) -> None:

@@ -75,12 +75,20 @@ class Annotations:
     classes : pandas.Index or None
         Class names in code order; None for continuous labels.
     features : float array (item, feature) or None
+        The features as the models read them. The families with a classifier
+        or regression of the features standardise them first
+        (:meth:`standardized`); their fits record the centre and scale, and
+        :func:`crowd_models.predict` applies them to new items.
     feature_names : pandas.Index or None
     gold : array (item,) or None
         Gold class codes (-1 where unknown), or gold values (NaN where
         unknown) for continuous labels.
     truth : xarray.Dataset or None
         The true parameters of a simulation (set by ``simulate``).
+    feature_center, feature_scale : float arrays (feature,) or None
+        Set by :meth:`standardized`: ``features`` are the given ones less
+        ``feature_center``, divided by ``feature_scale``. None: the features as
+        given.
     """
 
     item_idx: np.ndarray
@@ -93,6 +101,8 @@ class Annotations:
     feature_names: pd.Index | None = None
     gold: np.ndarray | None = None
     truth: xr.Dataset | None = field(default=None, repr=False)
+    feature_center: np.ndarray | None = field(default=None, repr=False)
+    feature_scale: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         # int64 codes, whatever the parser's narrower working type: a user's
@@ -599,9 +609,37 @@ class Annotations:
         )
 
     def with_features(self, features) -> Annotations:
-        """The same annotations with other features (or None)."""
+        """The same annotations with other features (or None), as given."""
         feats, names = parse_features(features, self.items)
-        return replace(self, features=feats, feature_names=names)
+        return replace(self, features=feats, feature_names=names, feature_center=None,
+                       feature_scale=None)
+
+    def standardized(self) -> Annotations:
+        """The same annotations with each feature centred on its mean over the items
+        and divided by its standard deviation (a feature constant over the items
+        is only centred), recorded in ``feature_center`` and ``feature_scale``.
+
+        The families with a classifier or regression of the features (their
+        prior on the coefficients is one scale for every feature) fit on these,
+        record the centre and scale in the fit's attrs, and
+        :func:`crowd_models.predict` transforms new items' features the same way.
+        Annotations already standardised, or without features, are returned as
+        they are; a subset (:meth:`select`) keeps the whole set's transform.
+        """
+        if self.features is None or self.feature_center is not None:
+            return self
+        center = self.features.mean(axis=0)
+        scale = self.features.std(axis=0)
+        scale = np.where(scale > 1e-12 * np.maximum(1.0, np.abs(center)), scale, 1.0)
+        return replace(self, features=(self.features - center) / scale,
+                       feature_center=center, feature_scale=scale)
+
+    @property
+    def raw_features(self) -> np.ndarray | None:
+        """The features as given, before :meth:`standardized`."""
+        if self.features is None or self.feature_center is None:
+            return self.features
+        return self.features * self.feature_scale + self.feature_center
 
     def __repr__(self) -> str:
         kind = "continuous" if self.continuous else (

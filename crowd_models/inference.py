@@ -254,7 +254,8 @@ def laplace_fit(fit) -> xr.DataTree:
             groups[name] = xr.DataTree(fit[name].to_dataset())
     out = xr.DataTree(children=groups)
     out.attrs.update(method="laplace", map_log_posterior=fit.attrs.get("log_posterior"),
-                     **{key: fit.attrs[key] for key in ("family", "variant") if key in fit.attrs})
+                     **{key: fit.attrs[key] for key in ("family", "variant", "feature_center",
+                                                        "feature_scale") if key in fit.attrs})
     return out
 
 

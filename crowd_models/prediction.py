@@ -7,7 +7,8 @@ accuracy; continuous, a regression of the true value) gives its module a
 item under each draw of the fit, (sample, item, class), or for the continuous
 family the true value's mean (sample, item) and sd (sample,). This module
 checks the features against those the fit was trained on and summarises the
-draws, the same way for every such family and every kind of fit (EM, MAP, its
+draws, the same way for every such family (the fit's feature standardisation
+applied first) and every kind of fit (EM, MAP, its
 Laplace draws, NUTS, a fit reloaded with ``cm.open_fit``).
 """
 
@@ -24,6 +25,7 @@ from crowd_models._fits import check_ci_prob, equal_tailed, has_laplace, posteri
 from crowd_models._text import listing
 from crowd_models.inference import laplace_fit
 from crowd_models.models import _registry
+from crowd_models.models._common import scaled_features
 
 
 def _feature_matrix(features, names: list) -> tuple[np.ndarray, np.ndarray]:
@@ -70,8 +72,9 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
     features : pandas.DataFrame or array-like
         The new items' features: a DataFrame with the fit's feature columns (in
         any order; its index names the items), or an (item, feature) array in
-        the fit's feature order. Transform them as the training features were
-        (standardised the same way, say): the fit stores no transformation.
+        the fit's feature order, on the scale the training features were
+        given in: the fit's standardisation (``attrs["feature_center"]`` and
+        ``attrs["feature_scale"]``, from the training items) is applied here.
     ci_prob : float, default 0.9
         Probability of the equal-tailed intervals.
 
@@ -125,6 +128,7 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
                          f"features. Refit with the items' features to predict new ones.")
     names = [str(n) for n in post[D.FEATURE].values]
     X, items = _feature_matrix(features, names)
+    X = scaled_features(fit, X)
     attrs = {"family": family, "variant": variant or "", "ci_prob": ci_prob}
     if record.labels == "continuous":
         return _true_values(*module.predict_draws(post, X), items, ci_prob, attrs)

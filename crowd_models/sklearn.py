@@ -71,10 +71,12 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         the second the positive one).
     classifier : scikit-learn classifier or None, default None
         None: the family's logistic (softmax) regression with its Gaussian prior
-        (``coef_precision``; standardise the features, e.g. a ``StandardScaler``
-        before it in a ``Pipeline``). Otherwise an estimator with
-        ``fit(X, y, sample_weight=)`` and ``predict_proba``, cloned and trained
-        on the soft labels at each EM step.
+        (``coef_precision``) on the features standardised over the training
+        items, the same standardisation applied to new items by ``predict``.
+        Otherwise an estimator with ``fit(X, y, sample_weight=)`` and
+        ``predict_proba``, cloned and trained on the soft labels at each EM
+        step, which gets the features as given (put a ``StandardScaler`` before
+        this estimator in a ``Pipeline`` where it needs them scaled).
     variant : str, default "full"
         The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
         ``classifier``); two-coin has none.
@@ -354,8 +356,8 @@ intercept_precision, label_scale : optional
         ``continuous.em``'s prior keywords (in units of ``label_scale``, by
         default the labels' sd); None takes the family's default. ``bias_sd``
         needs ``bias=True`` and ``scale_sd`` needs ``scale=True``.
-        ``coef_precision`` is the regression's prior precision: standardise
-        the features (a ``StandardScaler`` before it in a ``Pipeline``).
+        ``coef_precision`` is the regression's prior precision, on the features
+        standardised over the training items (``predict`` applies the same).
     tol, max_iter : optional
         The EM's stopping rule; None takes the family's default.
 

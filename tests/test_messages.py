@@ -204,8 +204,8 @@ def test_annotator_error_of_an_em_fit_tracks_the_simulated_errors():
     err = feature_accuracy.annotator_error(fit, sim.features)
     alpha = fit["accuracy_intercept"].values[0, 0]
     gamma = fit["accuracy_coef"].values[0, 0]
-    np.testing.assert_allclose(err, 1 / (1 + np.exp(alpha[None] + (sim.features
-                                                                    @ gamma)[:, None])),
+    z = sim.standardized().features  # the features the model is fitted on
+    np.testing.assert_allclose(err, 1 / (1 + np.exp(alpha[None] + (z @ gamma)[:, None])),
                                rtol=1e-12)
     # the labels' error rate, overall and on the items the features make hard, is about
     # the predicted one

@@ -107,7 +107,9 @@ def test_select_penalty_scores_are_the_held_out_disagreement(sim):
     by_hand = []
     for lam in grid:
         fit = fa.em(train, penalty=lam, n_restarts=1)
-        eta = valid.features @ fit["coef"].values[0, 0] + fit["intercept"].values[0, 0]
+        # on the training items' standard scale, as the fit's coefficients are
+        z = (valid.features - train.features.mean(axis=0)) / train.features.std(axis=0)
+        eta = z @ fit["coef"].values[0, 0] + fit["intercept"].values[0, 0]
         call = (eta > 0).astype(int)
         by_hand.append(np.mean(valid.labels != call[valid.item_idx]))
     np.testing.assert_allclose(chosen.scores["disagreement"].to_numpy(), by_hand, rtol=1e-12)

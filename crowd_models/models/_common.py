@@ -154,8 +154,9 @@ def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
     """Attach the family protocol to a factory's model and return it.
 
     ``model.crowd_family`` is ``(family, variant)``, which ``fit_map``,
-    ``sample`` and ``laplace_fit`` copy into the fit's attrs; ``model.crowd_start``
-    is ``start``. Given the family's ``em``, ``model.crowd_em`` is ``em`` on
+    ``sample`` and ``laplace_fit`` copy into the fit's attrs, with
+    ``model.crowd_feature_scaling`` (:func:`feature_scaling` of ``annotations``);
+    ``model.crowd_start`` is ``start``. Given the family's ``em``, ``model.crowd_em`` is ``em`` on
     ``annotations`` with every keyword of ``em`` but :data:`EM_CONTROLS` taken
     from ``arguments``, the factory's arguments (its ``locals()``): a prior
     added to ``em`` and ``build_model`` reaches fit_map's EM comparison by
@@ -164,6 +165,8 @@ def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
     """
     model.crowd_family = (family, variant)
     model.crowd_start = start
+    if annotations is not None:
+        model.crowd_feature_scaling = feature_scaling(annotations)
     if em is not None:
         names = [p.name for p in inspect.signature(em).parameters.values()
                  if p.kind is p.KEYWORD_ONLY and p.name not in EM_CONTROLS]
@@ -399,13 +402,34 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
 # --------------------------------------------------------- the EM output
 
 
+def feature_scaling(annotations: Annotations) -> dict:
+    """``feature_center`` and ``feature_scale`` of standardised annotations
+    (:meth:`Annotations.standardized`), as a fit's attrs; none for features as
+    given. :func:`crowd_models.predict` applies them to new items."""
+    if getattr(annotations, "feature_center", None) is None:  # also the chunked containers
+        return {}
+    return {"feature_center": np.asarray(annotations.feature_center, dtype=float),
+            "feature_scale": np.asarray(annotations.feature_scale, dtype=float)}
+
+
+def scaled_features(fit, features) -> np.ndarray:
+    """New items' (item, feature) matrix on the scale the fit was trained on: less
+    the fit's ``feature_center``, over its ``feature_scale`` where it has them."""
+    X = np.asarray(features, dtype=float)
+    if "feature_center" not in fit.attrs:
+        return X
+    return (X - np.asarray(fit.attrs["feature_center"], dtype=float)) / np.asarray(
+        fit.attrs["feature_scale"], dtype=float)
+
+
 def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None,
                attrs=None, supports=None) -> xr.Dataset:
     """An EM fit as a Dataset with the posterior's names, dims and coords.
 
     ``params`` become (chain=1, draw=1, ...) variables so that EM, MAP and NUTS
     fits line up in ArviZ; ``extra`` (name -> (dims, values)) are stored as is.
-    The fit is checked (:mod:`crowd_models._trust`): a ``UserWarning`` when
+    Standardised annotations' feature centre and scale go into the attrs
+    (:func:`feature_scaling`). The fit is checked (:mod:`crowd_models._trust`): a ``UserWarning`` when
     ``attrs["converged"]`` is 0, when an estimate named in ``supports`` sits
     on the edge of its support, and when annotators the fit puts below chance
     give a large share of the labels.
@@ -421,7 +445,7 @@ def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None
     coords = {k: v for k, v in coords.items() if k in used}
     coords[D.CHAIN] = [0]
     coords[D.DRAW] = [0]
-    ds = xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
+    ds = xr.Dataset(data, coords=coords, attrs={**feature_scaling(annotations), **(attrs or {})})
     family = str(ds.attrs.get("family", "the")).replace("_", "-")
     _trust.check_converged(ds.attrs, family)
     if supports:

@@ -339,7 +339,9 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
     - 1/2 log A_i + 1/2 (sum_j tau_j s_j r_ij)^2 / A_i + 1/2 log 2 pi`` summed
     per item, with ``r_ij = y_ij - bias_j - s_j (coef . x_i + intercept)``,
     ``A_i = gamma + sum_j s_j^2 tau_j`` over the item's labels (repeats
-    counted) and ``s_j`` the annotator's ``scale`` (1 without).
+    counted) and ``s_j`` the annotator's ``scale`` (1 without); ``x_i`` are the
+    standardised features (:meth:`~crowd_models.Annotations.standardized`), the
+    scale of a fit's ``coef``.
 
     Examples
     --------
@@ -351,6 +353,7 @@ def item_log_marginal(annotations: Annotations, precision, truth_precision, inte
     >>> continuous.item_log_marginal(ann, *parts).sum()
     """
     _require_continuous(annotations)
+    annotations = annotations.standardized()  # the scale its coef= refers to
     params = {"precision": np.broadcast_to(np.asarray(precision, dtype=float),
                                            (annotations.n_annotators,)),
               "truth_precision": truth_precision, "intercept": intercept}
@@ -693,6 +696,7 @@ def build_model(
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
     _trust.check_constant_annotators(annotations, "the continuous model")
+    annotations = annotations.standardized()
     nu = _check_noise(noise, nu)
     if isinstance(quadrature_nodes, bool) or not isinstance(
             quadrature_nodes, int | np.integer) or quadrature_nodes < 2:
@@ -819,6 +823,7 @@ def em(
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
     _trust.check_constant_annotators(annotations, "the continuous model")
+    annotations = annotations.standardized()
     _check_noise(noise, 4.0)
     if noise != "gaussian":
         raise ValueError(

@@ -617,6 +617,7 @@ def build_model(
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
+    annotations = annotations.standardized()
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, spread_prior, coef_precision, intercept_precision)
     spread = _pooled_spread(annotations, pri, variant, spread)
@@ -802,6 +803,7 @@ def em(
         start = start / start.sum(axis=1, keepdims=True)
     if classifier is not None:
         return _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter)
+    annotations = annotations.standardized()
     spread = _pooled_spread(annotations, pri, variant, spread)
     if variant == "pooled":
         return _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate)

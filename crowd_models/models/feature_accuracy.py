@@ -421,7 +421,7 @@ def build_model(
     >>> ann = feature_accuracy.simulate(300, n_annotators=5, n_features=4, rng=0)
     >>> fit = cm.fit_map(feature_accuracy.build_model(ann, penalty=2.0))
     """
-    annotations = _check_annotations(annotations, positive)
+    annotations = _check_annotations(annotations, positive).standardized()
     _trust.check_identifiable(annotations, FAMILY)
     if coef_prior not in ("laplace", "horseshoe"):
         raise ValueError(f"coef_prior={coef_prior!r} is not one of 'laplace', 'horseshoe'.")
@@ -490,7 +490,7 @@ def build_model(
     # the lasso's exact zeros put these on the edge of their support by design, so
     # fit_map's boundary warning skips them
     model.crowd_sparse = ("coef_pos", "coef_neg", "accuracy_coef_pos", "accuracy_coef_neg")
-    return C.attach_protocol(model, "feature_accuracy", start=start)
+    return C.attach_protocol(model, "feature_accuracy", start=start, annotations=annotations)
 
 
 # ---------------------------------------------------------------------- EM
@@ -545,7 +545,7 @@ def em(
     >>> fit = feature_accuracy.em(ann, penalty=2.0)
     >>> fit.attrs["n_nonzero_coef"]
     """
-    annotations = _check_annotations(annotations, positive)
+    annotations = _check_annotations(annotations, positive).standardized()
     _trust.check_identifiable(annotations, FAMILY)
     pri = _priors(annotations, penalty, intercept_precision, accuracy_intercept_precision)
     if int(n_restarts) < 1:
@@ -592,7 +592,7 @@ def predict(fit, features) -> np.ndarray:
     if "coef" not in post or "intercept" not in post:
         raise ValueError("this fit has no classifier (no coef and intercept).")
     X = _check_features(features, "features", post.sizes[D.FEATURE])
-    return predict_draws(post, X)[..., 1].mean(axis=0)
+    return predict_draws(post, C.scaled_features(fit, X))[..., 1].mean(axis=0)
 
 
 def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
@@ -613,7 +613,8 @@ def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
 
 def annotator_error(fit, features) -> np.ndarray:
     """(item, annotator) probability that each annotator mislabels each item,
-    P(Y_ik != Z_i | x_i), averaged over the fit's draws.
+    P(Y_ik != Z_i | x_i), averaged over the fit's draws; ``features`` as given
+    (the fit's standardisation is applied).
 
     Examples
     --------
@@ -625,19 +626,27 @@ def annotator_error(fit, features) -> np.ndarray:
     post = posterior_of(fit)
     gamma = post["accuracy_coef"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
         D.FEATURE, "sample").values
-    X = _check_features(features, "features", gamma.shape[0])
+    X = C.scaled_features(fit, _check_features(features, "features", gamma.shape[0]))
     alpha = post["accuracy_intercept"].stack(sample=(D.CHAIN, D.DRAW)).transpose(
         D.ANNOTATOR, "sample").values
     a = (X @ gamma)[:, None, :] + alpha[None, :, :]
     return expit(-a).mean(axis=-1)
 
 
+def _on_fit_scale(fit, annotations) -> np.ndarray:
+    """The annotations' features on the scale of the fit's coefficients: the fit's
+    standardisation where it records one, else their own."""
+    if "feature_center" in fit.attrs:
+        return C.scaled_features(fit, annotations.raw_features)
+    return annotations.standardized().features
+
+
 def _long_table(fit, annotations):
     """Features and the long table's item and annotator codes: from
     ``annotations``, else from a MAP/NUTS fit's ``constant_data``."""
     if annotations is not None:
-        _check_annotations(annotations)
-        return annotations.features, annotations.item_idx, annotations.annotator_idx
+        annotations = _check_annotations(annotations)
+        return _on_fit_scale(fit, annotations), annotations.item_idx, annotations.annotator_idx
     const = fit["constant_data"].to_dataset() if isinstance(fit, xr.DataTree) and (
         "constant_data" in fit.children) else None
     if const is None or not {"features", "item_idx", "annotator_idx"} <= set(const):
@@ -727,14 +736,15 @@ def align_signs(fit, annotations: Annotations):
     if not isinstance(fit, xr.DataTree):
         raise TypeError(f"align_signs expects a DataTree from fit_map/sample, got "
                         f"{type(fit).__name__}.")
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations)
+    X = _on_fit_scale(fit, annotations)
     post = posterior_of(fit)
     n = annotations.n_items
     mv = majority_vote(annotations).values[:, 1]
     flipped = []
     for chain in post[D.CHAIN].values:
         p = post.sel({D.CHAIN: chain})
-        eta = (annotations.features @ p["coef"].transpose(D.FEATURE, D.DRAW).values
+        eta = (X @ p["coef"].transpose(D.FEATURE, D.DRAW).values
                + p["intercept"].values).mean(axis=1)
         prob = p["item_class_prob"].mean(D.DRAW).values[:, 1]
         z = (eta > 0).astype(float)
@@ -767,7 +777,7 @@ def align_signs(fit, annotations: Annotations):
 
 # --------------------------------------------------------------- baselines
 def _lasso_fit(annotations, target, penalty, intercept_precision, method):
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations).standardized()
     lam, _ = _penalties(penalty)
     tau0 = float(C.check_positive_precision(intercept_precision, "intercept_precision"))
     design = np.asfortranarray(np.hstack([np.ones((annotations.n_items, 1)),
@@ -796,7 +806,7 @@ def lasso_majority_vote(annotations: Annotations, *, penalty=DEFAULT_PRIORS["pen
     >>> baseline = feature_accuracy.lasso_majority_vote(ann, penalty=2.0)
     >>> feature_accuracy.predict(baseline, ann.features)[:5]
     """
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations)
     target = majority_vote(annotations, hard=True, ties="split").values[:, 1]
     return _lasso_fit(annotations, target, penalty, intercept_precision,
                       "lasso_majority_vote")
@@ -814,7 +824,7 @@ def lasso_gold(annotations: Annotations, *, penalty=DEFAULT_PRIORS["penalty"],
     >>> oracle = feature_accuracy.lasso_gold(ann, penalty=2.0)
     >>> oracle["coef"].values.ravel()
     """
-    _check_annotations(annotations)
+    annotations = _check_annotations(annotations)
     if not annotations.has_gold:
         raise ValueError("lasso_gold needs gold labels (Annotations(..., gold=...)).")
     known = annotations.gold >= 0

@@ -38,7 +38,7 @@ DEFAULT_PRIORS = _registry.default_priors("two_coin")
 (mode 2/3) favours annotators better than chance, which also breaks the
 mirror symmetry (sens, spec, truth) -> (1 - sens, 1 - spec, 1 - truth); with
 a, b > 1 the posterior mode is interior even for an annotator who is never
-wrong. Gaussian priors: N(0, 1) per coefficient (standardise features) and
+wrong. Gaussian priors: N(0, 1) per coefficient of the standardised features and
 N(0, 10^2) on the intercept. Flat settings, (1, 1) and precision 0, give plain
 maximum likelihood."""
 
@@ -364,7 +364,8 @@ def build_model(
     >>> model = two_coin.build_model(cm.datasets.load_rte())
     >>> fit = cm.fit_map(model)
     """
-    annotations = C.require_binary(annotations, "the two-coin model", positive)
+    annotations = C.require_binary(annotations, "the two-coin model",
+                                   positive).standardized()
     _trust.check_identifiable(annotations, "the two-coin model")
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
@@ -435,8 +436,10 @@ def em(
     warm started, until alpha moves by less than 1%. The fit is the EM fit at
     that alpha (``attrs["coef_precision"]``, with ``evidence_rounds`` and
     ``evidence_converged``; ``n_iter`` counts every round's M-steps): pass it to
-    :func:`build_model` for MAP or NUTS. Standardise the features first (one
-    precision for all coefficients).
+    :func:`build_model` for MAP or NUTS. The features are standardised first
+    (:meth:`~crowd_models.Annotations.standardized`; one precision for every
+    coefficient), and :func:`crowd_models.predict` standardises new items the same
+    way; a black-box ``classifier`` gets them as given.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity``, ``prevalence`` or ``coef``/``intercept``,
@@ -487,6 +490,7 @@ def em(
                   1.0 if auto else coef_precision, intercept_precision)
     if classifier is not None:
         return _classifier_em(annotations, pri, classifier, tol, max_iter)
+    annotations = annotations.standardized()
     attrs = {}
     if auto and annotations.features is not None:
         params, n_iter, converged, attrs = _evidence_em(annotations, pri, tol, max_iter,
@@ -612,6 +616,7 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     if annotations.features is None:
         raise ValueError("decoupled() needs annotations with features.")
+    annotations = annotations.standardized()
     auto = _evidence.is_auto(priors.get("coef_precision", DEFAULT_PRIORS["coef_precision"]))
     pri = _priors(annotations, **{**DEFAULT_PRIORS, **priors,
                                   **({"coef_precision": 1.0} if auto else {})})
@@ -628,7 +633,7 @@ def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Datase
     return first.assign(
         coef=((D.CHAIN, D.DRAW, D.FEATURE), coef[None, None]),
         intercept=((D.CHAIN, D.DRAW), np.reshape(intercept, (1, 1))),
-    ).assign_coords(coords).assign_attrs(method="decoupled")
+    ).assign_coords(coords).assign_attrs(method="decoupled", **C.feature_scaling(annotations))
 
 
 def predict_draws(post: xr.Dataset, features: np.ndarray) -> np.ndarray:
@@ -670,7 +675,7 @@ def predict(fit, features) -> np.ndarray:
     n = post.sizes[D.FEATURE]
     if X.ndim != 2 or X.shape[1] != n:
         raise ValueError(f"features must be (item, {n}) like the fit's, got shape {X.shape}.")
-    return predict_draws(post, X)[..., 1].mean(axis=0)
+    return predict_draws(post, C.scaled_features(fit, X))[..., 1].mean(axis=0)
 
 
 # ---------------------------------------------------------------- simulate

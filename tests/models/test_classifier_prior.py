@@ -26,7 +26,7 @@ def _stationarity(features, coef, intercept, labels, alpha):
 
 
 def test_joint_fit_sits_at_the_evidence_fixed_point():
-    ann, _ = _crowd(4, 80, 0)
+    ann = _crowd(4, 80, 0)[0].standardized()  # the features the model is fitted on
     fit = two_coin.em(ann, coef_precision="auto")
     alpha = fit.attrs["coef_precision"]
     assert fit.attrs["evidence_converged"] == 1 and 0.01 < alpha < 100
@@ -52,14 +52,21 @@ def test_logistic_evidence_on_gold_is_mackays_fixed_point():
 
 
 def test_row_space_gives_the_same_fit():
-    ann, _ = _crowd(40, 15, 2, n_annotators=4)
+    ann = _crowd(40, 15, 2, n_annotators=4)[0].standardized()
     X, basis = _evidence.row_space(ann.features)
-    assert X.shape == (15, 15) and basis.shape == (40, 15)
+    # centred, 15 items span 14 dimensions
+    assert X.shape == (15, 14) and basis.shape == (40, 14)
+    np.testing.assert_allclose(X, ann.features @ basis, atol=1e-10)
+    # under one precision for every coefficient the MAP coefficients lie in the
+    # features' row space (w = X'r / alpha at the optimum), which the "auto" fit
+    # with more features than items solves in
     full = two_coin.em(ann, coef_precision=3.0)
-    reduced = two_coin.em(ann.with_features(X), coef_precision=3.0)
-    np.testing.assert_allclose(basis @ reduced["coef"].values[0, 0], full["coef"].values[0, 0],
-                               atol=1e-6)
-    np.testing.assert_allclose(reduced["item_class_prob"], full["item_class_prob"], atol=1e-8)
+    coef = full["coef"].values[0, 0]
+    np.testing.assert_allclose(basis @ (basis.T @ coef), coef, atol=1e-6)
+    auto = two_coin.em(ann, coef_precision="auto")
+    fixed = two_coin.em(ann, coef_precision=auto.attrs["coef_precision"])
+    np.testing.assert_allclose(auto["coef"], fixed["coef"], atol=1e-6)
+    np.testing.assert_allclose(auto["item_class_prob"], fixed["item_class_prob"], atol=1e-8)
     # and gamma is the same in either coordinates
     curv = np.random.default_rng(0).random((15, 1, 1))
     assert _evidence.effective_parameters(X, curv, 2.0) == pytest.approx(
@@ -99,7 +106,8 @@ def test_softmax_fit_sits_at_the_evidence_fixed_point():
     from crowd_models.models import dawid_skene
 
     conf = [[[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]]] * 4
-    ann = dawid_skene.simulate(conf, n_items=90, n_features=3, labels_per_item=3, rng=5)
+    ann = dawid_skene.simulate(conf, n_items=90, n_features=3, labels_per_item=3,
+                               rng=5).standardized()
     for variant in ("full", "one_coin"):
         fit = dawid_skene.em(ann, variant=variant, coef_precision="auto")
         alpha = fit.attrs["coef_precision"]

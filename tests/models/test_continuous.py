@@ -112,7 +112,7 @@ def _gaussian_logpdf(y, mu, tau):
 
 
 def test_scale_marginal_matches_quadrature():
-    ann = _tiny(True)
+    ann = _tiny(True).standardized()  # the features the model is fitted on
     values = dict(TINY_VALUES, scale=np.array([1.4, 0.5, 1.1]))
 
     out = []
@@ -139,7 +139,7 @@ TINY_VALUES = dict(precision=np.array([1.5, 0.7, 3.0]), bias=np.array([0.3, -0.5
 
 @pytest.mark.parametrize("features", [False, True])
 def test_gaussian_marginal_matches_quadrature(features):
-    ann = _tiny(features)
+    ann = _tiny(features).standardized()  # the features the model is fitted on
     model = continuous.build_model(ann, bias=True)
     values = {k: v for k, v in TINY_VALUES.items() if features or k != "coef"}
     point = _point(model, values)
@@ -606,8 +606,11 @@ def test_nuts_recovers_annotators_and_the_regression():
     sim = continuous.simulate(PRECISION, bias=BIAS, n_items=200, n_features=3, coef=COEF,
                               intercept=1.0, labels_per_item=3, rng=np.random.default_rng(6))
     names = ("precision", "bias", "coef", "intercept")
+    # 1,000 draws a chain: at 500 the largest r-hat of these 16 variables moved
+    # between 1.00 and 1.016 with the seed (the features' standardisation, #44,
+    # was enough to move it past 1.01)
     assert_nuts_recovers(continuous.build_model(sim, bias=True),
-                         {n: sim.truth[n].values for n in names}, min_cover=0.75)
+                         {n: sim.truth[n].values for n in names}, min_cover=0.75, draws=1000)
 
 
 @pytest.mark.slow

@@ -291,6 +291,8 @@ def test_em_with_a_scikit_learn_classifier_reaches_the_softmax_fixed_point(sim4_
     0 over the classes), so coefficients and intercepts compare as they are (they
     agree to 5e-7, the posteriors to 2e-6, at these tolerances)."""
     linear_model = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+    # the estimator gets the features as given: standardised here, as the GLM's are
+    sim4_features = sim4_features.standardized()
     glm = ds.em(sim4_features, variant=variant, coef_precision=2.0, intercept_precision=1e-10)
     clf = linear_model.LogisticRegression(C=0.5, tol=1e-7, max_iter=10_000)
     fit = ds.em(sim4_features, variant=variant, classifier=clf, tol=1e-7)
@@ -305,8 +307,9 @@ def test_em_with_a_scikit_learn_classifier_reaches_the_softmax_fixed_point(sim4_
     np.testing.assert_allclose(fit.attrs["log_likelihood"], glm.attrs["log_likelihood"],
                                rtol=1e-8)
     # the fitted classifier predicts new items as the softmax classifier does
-    new = np.random.default_rng(5).standard_normal((50, 3))
-    np.testing.assert_allclose(clf.predict_proba(new), cm.predict(glm, new)["prob"].values,
+    new = np.random.default_rng(5).standard_normal((50, 3))  # on the standardised scale
+    given = new * sim4_features.feature_scale + sim4_features.feature_center  # as given
+    np.testing.assert_allclose(clf.predict_proba(new), cm.predict(glm, given)["prob"].values,
                                atol=1e-4)
 
 

@@ -326,6 +326,7 @@ def build_model(
     >>> model = cumulative.build_model(cm.datasets.load_anesthesia())
     """
     require_levels(annotations, "the cumulative ordinal model")
+    annotations = annotations.standardized()
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
     return C.attach_protocol(_build_cumulative(annotations, pri_list), "ordinal", "cumulative",
@@ -382,6 +383,7 @@ def em(
     >>> cm.report.annotator_summary(fit)
     """
     require_levels(annotations, "the cumulative ordinal model")
+    annotations = annotations.standardized()
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
     fits = [two_coin.em(binary_annotations(annotations, c), **kw, tol=tol, max_iter=max_iter,
