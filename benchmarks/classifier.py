@@ -57,6 +57,10 @@ JOINT_TOL = 1e-3
 
 
 # ------------------------------------------------------------------ pieces
+GLM_DEFAULTS = {"softmax prec=1 (the old default)": 1.0, "softmax auto (default)": None}
+"""The joint softmax GLM's rows at the package's precisions (None: the default)."""
+
+
 def placed_proba(clf, X, K):
     """(item, K) probabilities of a classifier fitted to class codes, its columns
     placed by ``classes_`` (a class it never saw gets 0)."""
@@ -209,7 +213,7 @@ def music(max_iter):
     precision, alpha = chosen["LR"], chosen["MLP"]
     classifiers = {f"LR C={1 / precision:g}": make_lr(precision),
                    f"MLP(32) alpha={alpha:g}": make_mlp(alpha)}
-    glm = {f"softmax prec={precision:g}": precision, "softmax prec=1 (default)": None}
+    glm = {f"softmax prec={precision:g}": precision, **GLM_DEFAULTS}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Maximum iterations.*")
         rows = run_rows(ann, X_new, gold_new, classifiers, max_iter, glm)
@@ -249,7 +253,7 @@ def simulated(max_iter, seeds):
             warnings.filterwarnings("ignore", message=".*Maximum iterations.*")
             rows += run_rows(ann.with_features(scaler.transform(ann.features)),
                              scaler.transform(X_new), z_new, classifiers, max_iter,
-                             {"softmax prec=1 (default)": None})
+                             GLM_DEFAULTS)
     print_table(rows, f"2. Simulated disc: 2,000 new items, seeds {list(seeds)}")
 
 
@@ -285,7 +289,7 @@ def rte(max_iter, path, n_folds=5):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Maximum iterations.*")
             rows += run_rows(train.with_features(X_train), X_held, held.gold, classifiers,
-                             max_iter, {"softmax prec=1 (default)": None})
+                             max_iter, GLM_DEFAULTS)
     print_table(rows, f"3. RTE with TF-IDF: {n_folds}-fold cross-fitted, held-out gold")
 
 

@@ -247,6 +247,9 @@ _KINDS = {
                       "a Dirichlet concentration must be >= 1 (1 is flat)"),
     "positive": (1, "1", lambda v: v[0] > 0, "it must be > 0"),
     "nonnegative": (1, "1", lambda v: v[0] >= 0, "it must be >= 0 (0 is flat)"),
+    "auto_positive": (1, "auto", lambda v: v[0] > 0, "it must be 'auto' or a number > 0"),
+    "auto_nonnegative": (1, "auto", lambda v: v[0] >= 0,
+                         "it must be 'auto' or a number >= 0 (0 is flat)"),
     "count": (1, "3", lambda v: v[0] >= 1 and v[0] == int(v[0]),
               "it must be a whole number >= 1"),
 }
@@ -254,6 +257,8 @@ _KINDS = {
 
 def _parse_prior(text: str, flag: str, kind: str):
     count, example, ok, needs = _KINDS[kind]
+    if kind.startswith("auto_") and text.strip().lower() == "auto":
+        return "auto"
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:

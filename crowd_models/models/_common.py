@@ -429,8 +429,8 @@ def em_dataset(annotations: Annotations, params: dict, dims: dict, *, extra=None
     ``params`` become (chain=1, draw=1, ...) variables so that EM, MAP and NUTS
     fits line up in ArviZ; ``extra`` (name -> (dims, values)) are stored as is.
     Standardised annotations' feature centre and scale go into the attrs
-    (:func:`feature_scaling`). The fit is checked (:mod:`crowd_models._trust`): a ``UserWarning`` when
-    ``attrs["converged"]`` is 0, when an estimate named in ``supports`` sits
+    (:func:`feature_scaling`). The fit is checked (:mod:`crowd_models._trust`):
+    a ``UserWarning`` when ``attrs["converged"]`` is 0, when an estimate named in ``supports`` sits
     on the edge of its support, and when annotators the fit puts below chance
     give a large share of the labels.
     """

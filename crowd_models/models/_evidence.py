@@ -25,6 +25,8 @@ simulated crowds of ``benchmarks/classifier_prior.py`` with 200 features.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit
 
@@ -143,3 +145,17 @@ def logistic_evidence(fit_logistic, features, target, tau):
 
     (coef, intercept), alpha, _, _ = fixed_point(fit_at)
     return (coef if basis is None else basis @ coef), intercept, alpha
+
+
+def resolved(coef_precision, annotations, em_fit):
+    """A ``build_model``'s precision: ``coef_precision`` as given, or for
+    ``"auto"`` the one ``em_fit()`` (the family's EM at ``"auto"`` on the same
+    annotations and priors) chooses; 1 (unused) without features. The EM's
+    trust warnings are left to the fits of the model, which repeat them."""
+    if not is_auto(coef_precision):
+        return coef_precision
+    if annotations.features is None:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return float(em_fit().attrs["coef_precision"])

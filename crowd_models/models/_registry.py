@@ -72,7 +72,8 @@ class Prior:
     family's ``DEFAULT_PRIORS`` holds (this is its one copy; a setting's is
     the one ``build_model`` gives). ``kind`` is how the command line reads
     ``--name`` (``"beta"``, ``"diag_off"``, ``"gamma"``, ``"shape_rate"``,
-    ``"location_sd"``, ``"concentration"``, ``"positive"``, ``"nonnegative"``
+    ``"location_sd"``, ``"concentration"``, ``"positive"``, ``"nonnegative"``,
+    ``"auto_positive"`` and ``"auto_nonnegative"`` (those numbers or ``auto``)
     or ``"count"``, a whole number; None: not offered there), ``metavar`` and ``text``
     its ``--help`` (one text per keyword, whichever families take it),
     ``needs`` what else the command line must have (None, ``"features"``,
@@ -261,12 +262,19 @@ _BIAS_SD = Prior("bias_sd", 1.0, "positive", "SD",
                  "prior sd of the annotators' biases (continuous, with --bias: in units of the "
                  "labels' sd; ordinal latent: in levels; item-difficulty irt: half the gap "
                  "between the sensitivity and specificity abilities)")
-_COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P",
-                        "Gaussian prior precision of the classifier's coefficients, with "
-                        "--features (0: flat; dawid-skene needs > 0)", needs="features")
+_COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P|auto",
+                        "Gaussian prior precision of the classifier's coefficients on the "
+                        "standardised features, with --features: a number (0: flat; "
+                        "dawid-skene needs > 0), or 'auto' (two-coin and dawid-skene, their "
+                        "default), chosen by the crowd labels' evidence", needs="features")
 _INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
+_AUTO_PRECISION = replace(_COEF_PRECISION, default="auto", kind="auto_nonnegative",
+                          shown="auto")
+"""Two-coin's and Dawid-Skene's ``coef_precision``: ``"auto"`` by default, chosen
+by empirical Bayes (``_evidence``; benchmarks/README.md, classifier_prior.py, has
+the leave-one-set-out table behind the default)."""
 
-_TWO_COIN_PRIORS = (_SENSITIVITY, _SPECIFICITY, _BETA_PREVALENCE, _COEF_PRECISION,
+_TWO_COIN_PRIORS = (_SENSITIVITY, _SPECIFICITY, _BETA_PREVALENCE, _AUTO_PRECISION,
                     _INTERCEPT_PRECISION)
 _DAWID_SKENE_PRIORS = (
     Prior("confusion_prior", None, "diag_off", "DIAG,OFF",
@@ -283,7 +291,7 @@ _DAWID_SKENE_PRIORS = (
           "the fixed log-odds spread of the annotators' confusion rows around the population "
           "(default: chosen by empirical Bayes)", shown="empirical Bayes", variants=("pooled",),
           setting=True),
-    replace(_COEF_PRECISION, kind="positive"),
+    replace(_AUTO_PRECISION, kind="auto_positive"),
     _INTERCEPT_PRECISION,
 )
 _CUMULATIVE, _LATENT = ("cumulative",), ("latent",)
@@ -359,7 +367,8 @@ REGISTRY: tuple[Variant, ...] = (
     Variant("two_coin", "two-coin", "binary", cli="two-coin", cli_default=True,
             choice=Choice("two_coin", 0, lambda K: 2), priors=_TWO_COIN_PRIORS,
             sbc=(Case(None, _two_coin_table, template=_TWO_COIN_TEMPLATE),
-                 Case("features", _two_coin_table, template=_TWO_COIN_TEMPLATE, features=2))),
+                 Case("features", _two_coin_table, {"coef_precision": 1.0},  # data-free prior
+                      template=_TWO_COIN_TEMPLATE, features=2))),
     Variant("dawid_skene", "Dawid-Skene", "categorical", "full", "variant", cli="dawid-skene",
             cli_default=True, choice=Choice("dawid_skene", 4, lambda K: K * (K - 1)),
             priors=_DAWID_SKENE_PRIORS,

@@ -591,7 +591,11 @@ def build_model(
         The pooled variant's fixed spread (a positive number), or None (default) for
         :func:`empirical_spread`'s choice, computed here (it runs the pooled EM).
     coef_precision, intercept_precision : float, optional
-        Positive numbers, priors of the sum-to-zero softmax classifier (with features).
+        Positive numbers, priors of the sum-to-zero softmax classifier (with
+        features, standardised). ``coef_precision="auto"`` (default): the
+        precision :func:`em` chooses by the crowd labels' evidence for these
+        annotations (an EM run when the model is built; the full variant's for
+        the hierarchical and pooled ones).
 
     Returns
     -------
@@ -618,6 +622,11 @@ def build_model(
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
     annotations = annotations.standardized()
+    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
+        annotations, variant=variant if variant in ("full", "one_coin") else "full",
+        confusion_prior=confusion_prior, accuracy_prior=accuracy_prior,
+        prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+        intercept_precision=intercept_precision))
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, spread_prior, coef_precision, intercept_precision)
     spread = _pooled_spread(annotations, pri, variant, spread)
@@ -765,11 +774,13 @@ def em(
     partition, the item posteriors written to its ``posterior_path``, whose
     fit has no ``item_class_prob``). Same EM, same fixed point; no ``start``.
 
-    ``coef_precision="auto"`` (full and one-coin variants, with features)
-    chooses the softmax coefficients' precision by empirical Bayes, as
-    ``two_coin.em`` does (MacKay's fixed point on the crowd labels' evidence;
-    ``attrs["coef_precision"]``, ``evidence_rounds``, ``evidence_converged``);
-    give :func:`build_model` that number for MAP or NUTS.
+    ``coef_precision="auto"`` (the default; with features) chooses the softmax
+    coefficients' precision by empirical Bayes, as ``two_coin.em`` does
+    (MacKay's fixed point on the crowd labels' evidence; ``attrs["coef_precision"]``,
+    ``evidence_rounds``, ``evidence_converged``); :func:`build_model` at
+    ``"auto"`` takes the same number. The pooled variant takes the full
+    variant's choice; a black-box ``classifier`` has its own regularisation
+    and ignores it.
 
     Examples
     --------
@@ -786,15 +797,19 @@ def em(
     if variant == "hierarchical":
         raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
                          "build_model(..., variant='hierarchical').")
-    auto = _evidence.is_auto(coef_precision) and annotations.features is not None
+    auto = (_evidence.is_auto(coef_precision) and annotations.features is not None
+            and classifier is None)
+    if auto and variant == "pooled":  # the full variant's choice (its EM has none)
+        coef_precision = _evidence.resolved(coef_precision, annotations.standardized(),
+                                            lambda: em(annotations, variant="full",
+                                                       confusion_prior=confusion_prior,
+                                                       prevalence_prior=prevalence_prior,
+                                                       intercept_precision=intercept_precision))
+        auto = False
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, DEFAULT_PRIORS["spread_prior"],
                   1.0 if _evidence.is_auto(coef_precision) else coef_precision,
                   intercept_precision)
-    if auto and (variant == "pooled" or classifier is not None):
-        raise ValueError("coef_precision='auto' chooses the softmax classifier's precision of "
-                         "the full and one-coin variants; give a number for the pooled variant, "
-                         "and a classifier= its own regularisation.")
     if start is not None:
         start = np.asarray(start, dtype=float)
         if start.shape != (annotations.n_items, annotations.n_classes):
@@ -806,7 +821,9 @@ def em(
     annotations = annotations.standardized()
     spread = _pooled_spread(annotations, pri, variant, spread)
     if variant == "pooled":
-        return _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate)
+        fit = _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate)
+        return fit if annotations.features is None else fit.assign_attrs(
+            coef_precision=float(coef_precision))
     attrs = {}
     if auto:
         params, n_iter, converged, attrs = _evidence_em(annotations, pri, variant, start, tol,

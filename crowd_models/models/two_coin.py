@@ -38,9 +38,10 @@ DEFAULT_PRIORS = _registry.default_priors("two_coin")
 (mode 2/3) favours annotators better than chance, which also breaks the
 mirror symmetry (sens, spec, truth) -> (1 - sens, 1 - spec, 1 - truth); with
 a, b > 1 the posterior mode is interior even for an annotator who is never
-wrong. Gaussian priors: N(0, 1) per coefficient of the standardised features and
-N(0, 10^2) on the intercept. Flat settings, (1, 1) and precision 0, give plain
-maximum likelihood."""
+wrong. Gaussian priors: N(0, 1 / alpha) per coefficient of the standardised
+features, alpha chosen by the crowd labels' evidence (``coef_precision="auto"``;
+:func:`em`), and N(0, 10^2) on the intercept. Flat settings, (1, 1) and
+precision 0, give plain maximum likelihood."""
 
 FLAT_PRIORS = dict(
     sensitivity_prior=(1.0, 1.0),
@@ -341,8 +342,12 @@ def build_model(
         Beta priors; a and b may be arrays over annotators.
     prevalence_prior : (a, b)
         Beta prior on P(truth positive), used without features.
-    coef_precision : number, array (feature,) or matrix (feature, feature)
-        Gaussian prior precision Gamma of the classifier weights; 0 = flat.
+    coef_precision : "auto", number, array (feature,) or matrix (feature, feature)
+        Gaussian prior precision Gamma of the classifier weights on the
+        standardised features; 0 = flat. ``"auto"`` (default): the precision
+        :func:`em` chooses by the crowd labels' evidence for these annotations
+        (an EM run when the model is built; its number is
+        ``em(annotations).attrs["coef_precision"]``).
     intercept_precision : number
         Gaussian prior precision of the intercept; 0 = flat.
     positive : optional
@@ -367,6 +372,10 @@ def build_model(
     annotations = C.require_binary(annotations, "the two-coin model",
                                    positive).standardized()
     _trust.check_identifiable(annotations, "the two-coin model")
+    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
+        annotations, sensitivity_prior=sensitivity_prior, specificity_prior=specificity_prior,
+        prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+        intercept_precision=intercept_precision))
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   coef_precision, intercept_precision)
     start = _start(annotations, pri)
@@ -429,14 +438,14 @@ def em(
     fixed point in fewer steps; ``accelerate=False`` runs plain EM. The priors
     and ``positive`` are those of :func:`build_model`.
 
-    ``coef_precision="auto"`` (with features) chooses the coefficients'
-    precision alpha without gold, by empirical Bayes: EM at alpha, then MacKay's
+    ``coef_precision="auto"`` (the default; with features) chooses the
+    coefficients' precision alpha without gold, by empirical Bayes: EM at alpha, then MacKay's
     update ``alpha <- gamma / |coef|^2`` with gamma the coefficients the crowd's
     labels determine (Laplace, the labels' marginal likelihood), the next EM
     warm started, until alpha moves by less than 1%. The fit is the EM fit at
     that alpha (``attrs["coef_precision"]``, with ``evidence_rounds`` and
-    ``evidence_converged``; ``n_iter`` counts every round's M-steps): pass it to
-    :func:`build_model` for MAP or NUTS. The features are standardised first
+    ``evidence_converged``; ``n_iter`` counts every round's M-steps), the number
+    :func:`build_model` at ``"auto"`` takes for MAP or NUTS. The features are standardised first
     (:meth:`~crowd_models.Annotations.standardized`; one precision for every
     coefficient), and :func:`crowd_models.predict` standardises new items the same
     way; a black-box ``classifier`` gets them as given.
@@ -476,10 +485,9 @@ def em(
     >>> cm.report.annotator_summary(fit).head()
     """
     if chunk_items is not None or not isinstance(annotations, Annotations):
-        if classifier is not None or _evidence.is_auto(coef_precision):
+        if classifier is not None:
             raise ValueError("the chunked and Dask two-coin EMs have no classifier (no "
-                             "features); leave classifier=None and coef_precision a "
-                             "number (unused, as without features in memory).")
+                             "features); leave classifier=None.")
         return _large_em(annotations, chunk_items, positive,
                          (sensitivity_prior, specificity_prior, prevalence_prior), tol,
                          max_iter, accelerate)

@@ -123,7 +123,7 @@ CASES = [
     (["labels.csv", *EM, "--coef-precision", "2"],
      r"--coef-precision applies with --features only"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--features", "features.csv",
-      "--coef-precision", "0"], r"--coef-precision '0': it must be > 0"),
+      "--coef-precision", "0"], r"--coef-precision '0': it must be 'auto' or a number > 0"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--variant", "full",
       "--confusion-prior", "0.5,1"],
      r"Dirichlet pseudo-counts must be >= 1"),

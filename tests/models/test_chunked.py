@@ -68,7 +68,10 @@ def test_two_coin_chunked_em_reaches_the_in_memory_fixed_point():
     with pytest.raises(ValueError, match="positive one second"):
         two_coin.em(binary, chunk_items=9, positive=binary.classes[0])
     with pytest.raises(ValueError, match="no classifier"):
-        two_coin.em(binary, chunk_items=9, coef_precision="auto")
+        two_coin.em(binary, chunk_items=9, classifier=object())
+    # "auto", the default classifier precision, has no features to act on here
+    _same_fit(memory, two_coin.em(binary, chunk_items=9, coef_precision="auto"),
+              ["sensitivity", "specificity", "prevalence"])
 
 
 def test_chunked_em_warns_as_the_in_memory_em_when_quality_is_not_identified(crowd):

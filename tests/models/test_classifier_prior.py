@@ -128,7 +128,14 @@ def test_softmax_fit_sits_at_the_evidence_fixed_point():
         assert alpha * np.sum(W ** 2) == pytest.approx(gamma, rel=1.1 * _evidence.RTOL)
         fixed = dawid_skene.em(ann, variant=variant, coef_precision=alpha)
         np.testing.assert_allclose(W, fixed["coef"].values[0, 0], atol=1e-5)
-    with pytest.raises(ValueError, match="pooled"):
-        dawid_skene.em(ann, variant="pooled", coef_precision="auto")
-    with pytest.raises(ValueError, match=r"attrs\['coef_precision'\]"):
-        dawid_skene.build_model(ann, coef_precision="auto")
+    # "auto" is the default; the pooled variant (its EM has no evidence step) and
+    # the models built for MAP and NUTS take the precision the EM chooses
+    full = dawid_skene.em(ann)
+    assert full.attrs["coef_precision"] == dawid_skene.em(ann, coef_precision="auto").attrs[
+        "coef_precision"]
+    pooled = dawid_skene.em(ann, variant="pooled")
+    assert pooled.attrs["coef_precision"] == full.attrs["coef_precision"]
+    for variant in ("full", "one_coin"):
+        model = dawid_skene.build_model(ann, variant=variant)
+        assert model.crowd_em.keywords["coef_precision"] == dawid_skene.em(
+            ann, variant=variant).attrs["coef_precision"]

@@ -59,7 +59,9 @@ def test_marginal_loglik_matches_brute_force(features):
         coef, intercept = np.array([0.8, -1.2]), 0.3
         point.update(coef=coef, intercept=intercept)
         p_pos = expit(ann.standardized().features @ coef + intercept)  # the model's scale
-        log_prior = (stats.norm.logpdf(coef, 0, 1).sum()
+        # the default precision: the one the EM's evidence chooses for these labels
+        alpha = two_coin.em(ann).attrs["coef_precision"]
+        log_prior = (stats.norm.logpdf(coef, 0, alpha ** -0.5).sum()
                      + stats.norm.logpdf(intercept, 0, 10))
     else:
         point["prevalence_logodds__"] = np.log(0.35 / 0.65)
