@@ -122,9 +122,9 @@ def _priors(ann, variant, confusion_prior, accuracy_prior, prevalence_prior,
     p["spread"] = float(spread_prior)
     if ann.features is not None:
         if _evidence.is_auto(coef_precision):
-            raise ValueError("coef_precision='auto' (empirical Bayes) is an option of em() with "
-                             "variant 'full' or 'one_coin'; here give a number, e.g. the "
-                             "precision such a fit chose, fit.attrs['coef_precision'].")
+            raise ValueError("coef_precision='auto' (the default) is chosen by an EM (em(), "
+                             "build_model()); here give a number, e.g. the precision em() "
+                             "chose, em(annotations).attrs['coef_precision'].")
         for name, value in (("coef_precision", coef_precision),
                             ("intercept_precision", intercept_precision)):
             if np.ndim(value) != 0 or not (np.isfinite(value) and value > 0):
@@ -530,6 +530,9 @@ def empirical_spread(
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
+    annotations = annotations.standardized()
+    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
+        annotations, prevalence_prior=prevalence_prior, intercept_precision=intercept_precision))
     pri = _priors(annotations, "pooled", None, DEFAULT_PRIORS["accuracy_prior"],
                   prevalence_prior, population_prior, DEFAULT_PRIORS["spread_prior"],
                   coef_precision, intercept_precision)

@@ -64,9 +64,9 @@ def _priors(annotations: Annotations, sensitivity_prior, specificity_prior, prev
     if annotations.features is not None:
         d = annotations.n_features
         if _evidence.is_auto(coef_precision):
-            raise ValueError("coef_precision='auto' (empirical Bayes) is an option of em() and "
-                             "decoupled(); here give a number, e.g. the precision such a fit "
-                             "chose, fit.attrs['coef_precision'].")
+            raise ValueError("coef_precision='auto' (the default) is chosen by an EM (em(), "
+                             "build_model(), decoupled()); here give a number, e.g. the "
+                             "precision em() chose, em(annotations).attrs['coef_precision'].")
         gamma = C.check_positive_precision(coef_precision, "coef_precision")
         if gamma.ndim == 0:
             gamma = np.eye(d) * gamma
