@@ -116,15 +116,44 @@ def fixed_point(fit_at, alpha: float = 1.0):
     Returns ``(fit, alpha, rounds, converged)``: the fit at the ``alpha``
     returned, the first whose update moves it by less than :data:`RTOL` (or the
     last one tried, after :data:`MAX_ROUNDS`).
+
+    The update converges linearly, slowly where the data determine many
+    coefficients (music genre's softmax: 11 rounds, each a whole EM). From the
+    second round on, the next ``alpha`` is the secant step on ``log(update) -
+    log(alpha)``, the root the plain update creeps toward, wherever that step is
+    defined and within a factor :data:`MAX_STEP` of the plain update; the
+    stopping rule is the same, so the point returned is.
     """
-    fit = None
+    fit, history = None, []
     for rounds in range(1, MAX_ROUNDS + 1):
         fit, new = fit_at(alpha, fit)
         if abs(new - alpha) <= RTOL * alpha:
             return fit, alpha, rounds, True
         if rounds < MAX_ROUNDS:
-            alpha = new
+            history.append((np.log(alpha), np.log(new) - np.log(alpha)))
+            alpha = _next_alpha(history, new)
     return fit, alpha, MAX_ROUNDS, False
+
+
+MAX_STEP = 10.0
+"""The secant step of :func:`fixed_point` may land at most this factor away from
+the plain update's ``alpha``; further, the plain update is taken."""
+
+
+def _next_alpha(history, plain):
+    """The secant root of g(x) = log(update(e^x)) - x through the last two rounds
+    ``(x, g)``, or ``plain`` (the update itself) where the secant is not
+    defined, not toward ``plain``'s side, or too far from it."""
+    if len(history) < 2:
+        return plain
+    (x0, g0), (x1, g1) = history[-2], history[-1]
+    if g1 == g0:
+        return plain
+    x = x1 - g1 * (x1 - x0) / (g1 - g0)
+    lo, hi = ALPHA_RANGE
+    if not np.isfinite(x) or (x - x1) * g1 <= 0 or abs(x - np.log(plain)) > np.log(MAX_STEP):
+        return plain
+    return float(np.clip(np.exp(x), lo, hi))
 
 
 def logistic_evidence(fit_logistic, features, target, tau):
