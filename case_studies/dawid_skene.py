@@ -705,13 +705,14 @@ print(f"labels per song: {np.bincount(per_song)[1:].tolist()} songs with 1..{per
 # C · Σᵢ wᵢ · logloss(i) + ½ ‖W‖², with W the (feature × class) coefficients of
 # all ten classes and an unpenalised intercept (scikit-learn's user guide,
 # "Logistic regression"). The model's log prior of the sum-to-zero coefficients
-# is −½ ‖W‖² / σ² with σ = 1, and the L2-optimal W of a softmax is sum-to-zero
-# anyway (adding a constant to every class's coefficients changes nothing but
-# the penalty). So C = 1 / σ² = 1 gives the same objective as the model's
-# M-step; only the intercept differs (flat there, N(0, 10²) here).
+# is −½ α ‖W‖², with α the precision the joint EM chooses by default from the
+# crowd labels' evidence (`coef_precision="auto"`, in `attrs["coef_precision"]`),
+# and the L2-optimal W of a softmax is sum-to-zero anyway (adding a constant to
+# every class's coefficients changes nothing but the penalty). So C = 1 / α gives
+# the baselines the same objective as the model's M-step; only the intercept
+# differs (flat there, N(0, 10²) here).
 
 # %%
-COEF_PRECISION = ds.DEFAULT_PRIORS["coef_precision"]
 
 
 def logistic(target):
@@ -737,8 +738,10 @@ def logistic(target):
 t0 = time.perf_counter()
 music_em = ds.em(music_std)
 music_em_seconds = time.perf_counter() - t0
+COEF_PRECISION = music_em.attrs["coef_precision"]  # the default's choice, alpha
 print(f"joint EM: {music_em.attrs['n_iter']} iterations, converged="
-      f"{bool(music_em.attrs['converged'])}, {music_em_seconds:.1f} s")
+      f"{bool(music_em.attrs['converged'])}, {music_em_seconds:.1f} s, "
+      f"coefficient precision {COEF_PRECISION:.3g} by the evidence")
 test_prob = softmax(X_test @ point(music_em, "coef") + point(music_em, "intercept"), axis=1)
 
 music_mv_hard = cm.majority_vote(music, hard=True, ties="random", rng=TIES_SEED)
