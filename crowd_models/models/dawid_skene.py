@@ -531,8 +531,9 @@ def empirical_spread(
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
     annotations = annotations.standardized()
-    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
-        annotations, prevalence_prior=prevalence_prior, intercept_precision=intercept_precision))
+    coef_precision = _chosen_precision(coef_precision, annotations, "pooled",
+                                       prevalence_prior=prevalence_prior,
+                                       intercept_precision=intercept_precision)
     pri = _priors(annotations, "pooled", None, DEFAULT_PRIORS["accuracy_prior"],
                   prevalence_prior, population_prior, DEFAULT_PRIORS["spread_prior"],
                   coef_precision, intercept_precision)
@@ -625,11 +626,11 @@ def build_model(
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
     annotations = annotations.standardized()
-    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
-        annotations, variant=variant if variant in ("full", "one_coin") else "full",
-        confusion_prior=confusion_prior, accuracy_prior=accuracy_prior,
-        prevalence_prior=prevalence_prior, coef_precision=coef_precision,
-        intercept_precision=intercept_precision))
+    coef_precision = _chosen_precision(coef_precision, annotations, variant,
+                                       confusion_prior=confusion_prior,
+                                       accuracy_prior=accuracy_prior,
+                                       prevalence_prior=prevalence_prior,
+                                       intercept_precision=intercept_precision)
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, spread_prior, coef_precision, intercept_precision)
     spread = _pooled_spread(annotations, pri, variant, spread)
@@ -802,12 +803,11 @@ def em(
                          "build_model(..., variant='hierarchical').")
     auto = (_evidence.is_auto(coef_precision) and annotations.features is not None
             and classifier is None)
-    if auto and variant == "pooled":  # the full variant's choice (its EM has none)
-        coef_precision = _evidence.resolved(coef_precision, annotations.standardized(),
-                                            lambda: em(annotations, variant="full",
-                                                       confusion_prior=confusion_prior,
-                                                       prevalence_prior=prevalence_prior,
-                                                       intercept_precision=intercept_precision))
+    if auto and variant == "pooled":  # its EM has no evidence step
+        coef_precision = _chosen_precision(coef_precision, annotations, variant,
+                                           confusion_prior=confusion_prior,
+                                           prevalence_prior=prevalence_prior,
+                                           intercept_precision=intercept_precision)
         auto = False
     pri = _priors(annotations, variant, confusion_prior, accuracy_prior, prevalence_prior,
                   population_prior, DEFAULT_PRIORS["spread_prior"],
@@ -860,6 +860,16 @@ def _run_em(ann, pri, variant, params, tol, max_iter, accelerate):
         objective=lambda prm: _log_posterior(ann, prm, pri, variant),
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
+
+
+def _chosen_precision(coef_precision, annotations, variant, **priors):
+    """``coef_precision`` as given, or for ``"auto"`` the one :func:`em` chooses on
+    these annotations and priors: the variant's own EM for the full and one-coin
+    variants, the full variant's for the pooled and hierarchical ones (their
+    models have no evidence step)."""
+    return _evidence.resolved(coef_precision, annotations.standardized(), lambda: em(
+        annotations, variant=variant if variant in ("full", "one_coin") else "full",
+        coef_precision=coef_precision, **priors))
 
 
 def _evidence_em(ann, pri, variant, start, tol, max_iter, accelerate):
