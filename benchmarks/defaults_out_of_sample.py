@@ -30,7 +30,9 @@ pseudo-BMA``: the same comparison's eligible candidates averaged with the weight
 labels' log scores), their EMs' item probabilities; ``auto no pooled`` and
 ``stacking no pooled``: the same with the pooled model left out of the eligible
 candidates; ``auto + DS``: the best held-out score among the eligible
-candidates and full Dawid-Skene (:data:`WITH_DS`); one-coin Dawid-Skene, GLAD
+candidates and full Dawid-Skene (:data:`WITH_DS`), and ``auto + DS z=Z``: ``auto``'s
+choice unless full Dawid-Skene's score beats it by more than Z paired standard
+errors (:data:`DS_MARGINS`); one-coin Dawid-Skene, GLAD
 and the spammer model
 with the class shares held at uniform ("one-coin uniform", "GLAD uniform",
 "spammer uniform": a prevalence concentration of :data:`UNIFORM`); and
@@ -102,7 +104,8 @@ reports of a sparse crowd we do not have."""
 RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "community",
          "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
          "stacking no pooled", "one-coin uniform", "GLAD uniform", "spammer uniform", "spammer VB",
-         "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS", "DS+spammer")
+         "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS", "DS+spammer",
+         "auto + DS z=1", "auto + DS z=2", "auto + DS z=3", "auto + DS z=4")
 AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
@@ -112,6 +115,9 @@ WITH_DS = ("dawid_skene",)
 these (full Dawid-Skene)."""
 """The rules that leave the pooled model out of ``auto``'s eligible candidates (the
 same comparison, the others' scores)."""
+DS_MARGINS = {f"auto + DS z={z}": float(z) for z in (1, 2, 3, 4)}
+"""``auto + DS z=Z``: ``auto``'s choice, unless full Dawid-Skene's held-out score beats
+it by more than Z paired standard errors (over the same hidden labels)."""
 UNIFORM = 1e5
 """The "uniform" rules' symmetric Dirichlet prevalence concentration: the class
 shares held at uniform (a symmetric-error model otherwise explains annotator
@@ -173,7 +179,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         for rule, fit in fits.items():
             if rule in needed:
                 prob[rule], seconds[rule] = _timed(fit)
-        if not {"auto", "auto + DS", *averaging, *WITHOUT_POOLED} & set(rules):
+        if not {"auto", "auto + DS", *averaging, *WITHOUT_POOLED, *DS_MARGINS} & set(rules):
             return _scored(prob, seconds, rules, ann, accuracy, chosen)
         (table, points), scoring = (compare or (lambda: _timed_comparison(ann)))()
         chosen = auto.choose(table)
@@ -191,6 +197,16 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         if best not in candidate:
             candidate[best] = _candidate_prob(best, ann, prob, seconds)
         prob["auto + DS"], seconds["auto + DS"] = candidate[best][0], scoring + candidate[best][1]
+        choice = table.loc[others, "score"].idxmax()
+        gain = points["dawid_skene"] - points[choice] if "dawid_skene" in points else None
+        for rule, z in DS_MARGINS.items():
+            if rule not in rules:
+                continue
+            taken = gain is not None and gain.mean() > z * gain.std(ddof=1) / np.sqrt(len(gain))
+            name = "dawid_skene" if taken else choice
+            if name not in candidate:
+                candidate[name] = _candidate_prob(name, ann, prob, seconds)
+            prob[rule], seconds[rule] = candidate[name][0], scoring + candidate[name][1]
         for rule in averaging:
             weights = auto.model_weights(points[others if rule in WITHOUT_POOLED else eligible],
                                          AVERAGED[rule], min_weight=auto.MIN_WEIGHT)

@@ -10,7 +10,9 @@ Mozafari crowds: accuracy of majority vote (ties to the first class), full DS
 EM and pooled DS EM; the pooled spread; the pooled population rows' smallest
 diagonal; the time of ``empirical_spread`` and of the pooled EM at that spread,
 and the ratio of the pooled fit (``em(variant="pooled")``, spread included) to
-the full EM. Times are medians of ``--repeat`` runs; only ratios within one
+the full EM. Then the default, ``auto_fit`` as a user calls it (MAP) and with
+``method="em"``: its choice, accuracy and seconds, and the chosen family's EM
+alone as a ratio to the full EM. Times are medians of ``--repeat`` runs; only ratios within one
 run mean anything.
 
     .venv/bin/python benchmarks/pooled_sparse.py                 # seeds 0-3, wsd, mozafari
@@ -26,6 +28,7 @@ import warnings
 import numpy as np
 
 import crowd_models as cm
+from crowd_models import auto
 from crowd_models.models import dawid_skene as ds
 
 
@@ -61,6 +64,17 @@ def case(name, ann, repeat):
           f"{spread:.3f}, population diagonal >= {np.diag(rows).min():.2f} | full {t_full:.3f} s,"
           f" spread {t_spread:.3f} s + pooled EM {t_fixed:.3f} s | pooled/full "
           f"{t_pooled / t_full:.0f}x", flush=True)
+    # the default: auto_fit as a user calls it (held-out choice, then MAP), and its EM
+    chosen, t_auto = median_time(lambda: cm.auto_fit(ann), repeat)
+    by_em, t_auto_em = median_time(lambda: cm.auto_fit(ann, method="em"), repeat)
+    picked, t_picked = median_time(
+        lambda: auto.family_of(by_em.attrs["model"])[0].em(
+            ann, **auto.family_of(by_em.attrs["model"])[1]), repeat)
+    print(f"{'':>14}  default: auto_fit chose {chosen.attrs['model']}: MAP "
+          f"{accuracy(ann, chosen['posterior']['item_class_prob'].values[0, 0]):.4f} in "
+          f"{t_auto:.2f} s, EM {accuracy(ann, by_em['item_class_prob'].values[0, 0]):.4f} in "
+          f"{t_auto_em:.2f} s ({t_auto_em / t_full:.0f}x full EM); the chosen family's EM "
+          f"alone {t_picked / t_full:.1f}x full EM", flush=True)
 
 
 def main(argv=None) -> None:

@@ -22,23 +22,16 @@ this way). The standard errors are those of the mean over the hidden labels;
 ``dse`` pairs each candidate with the best on the same labels.
 
 This score rewards predicting the annotators, and a richer model can predict
-each annotator's habits better while getting the truth less right: the full
-Dawid-Skene and two-coin models absorb each annotator's label bias into free
-confusion rows, and the one-coin model, which cannot represent a bias, can
-settle on a truth that the biased annotators' labels dictate (on a simulated
-crowd of 8 accurate annotators and 12 who say "positive" 80% of the time
-whatever the truth, the best held-out score was the one-coin model's, at
-0.265 accuracy, where the pooled model reached 0.837). So neither the best
-score nor the simplest model within a tolerance of it is a safe pick. The
-default criterion ``"sharing"`` picks the best held-out score among the
-candidates that explain disagreement by structure shared across annotators or
-items rather than by each annotator's own free confusion: the spammer model
-and the item-difficulty models (:data:`SHARING`). The pooled Dawid-Skene model
-(rows pooled toward a population with an empirical-Bayes spread) is scored but
-not eligible: on sparse crowds of spammers its spread comes out small, a
-class's population row flattens into a catch-all, and its held-out score is
-still the best (``dawid_skene.simulate_sparse_crowd(..., spam_share=0.4)``:
-accuracy 0.48-0.64 against majority vote's 0.66-0.75).
+each annotator's habits better while getting the truth less right (full
+Dawid-Skene and two-coin absorb each annotator's bias into free rows; the
+one-coin model, which cannot represent one, had the best score and 0.265
+accuracy on a simulated crowd of biased annotators). The default criterion
+``"sharing"`` picks the best held-out score among the candidates that explain
+disagreement by structure shared across annotators or items: the spammer and
+item-difficulty models (:data:`SHARING`). The pooled Dawid-Skene model is
+scored but not eligible: on sparse crowds of spammers its rows flatten into a
+catch-all class while its held-out score stays the best. ``auto_fit`` scores
+only the candidates its criterion chooses among (:func:`scored_candidates`).
 Criterion ``"heldout"`` is the earlier rule, kept for comparison: among all
 candidates whose score is within ``tolerance`` paired standard errors of the
 best, the one with the fewest parameters per annotator.
@@ -51,7 +44,7 @@ given). It costs one NUTS fit per candidate, and ``auto_fit`` returns the
 chosen candidate's fit without refitting. Models with a parameter per item
 (the item-difficulty model's easiness) leave items out poorly: their Pareto
 k values are high, and the table counts them (``high_k``). DEVELOPING.md,
-"Choosing a family without gold", has the measurements behind the default.
+"Choosing a family without gold", has the measurements behind each rule.
 
 ``auto_fit(average=...)`` averages the eligible candidates instead of choosing
 one: :func:`model_weights` weighs them by the same pointwise scores (stacking
@@ -83,57 +76,44 @@ _CHOICES = _registry.candidates()
 CANDIDATES = {r.choice.name: (import_module(r.module_name),
                               {r.keyword: r.variant} if r.keyword else {}, r.choice.params)
               for r in _CHOICES}
-"""Name -> (family module, keywords of its ``em``/``build_model``, parameters per
-annotator as a function of the number of classes K): the registry's records
-with a model-choice role (``models._registry``), in their comparison order."""
+"""Name -> (family module, ``em``/``build_model`` keywords, parameters per annotator
+given K classes): the registry's records with a model-choice role, in order."""
 
 BINARY = tuple(r.choice.name for r in _CHOICES if r.labels == "binary")
 """The candidates for two classes only."""
 
 ON_REQUEST = tuple(r.choice.name for r in _CHOICES if r.choice.on_request)
-"""Candidates compared only when named in ``candidates=``: the item-difficulty
-model's IRT variant never had the best held-out score among the candidates of
-:data:`SHARING` on the binary sets and crowds of ``benchmarks/model_choice.py``,
-and its fits (an inner L-BFGS over every item's difficulty and
-discrimination; a NUTS fit for criterion ``"loo"``) would cost more than the
-other candidates together."""
+"""Candidates compared only when named in ``candidates=``: the IRT variant never
+had the best held-out score among :data:`SHARING` on ``benchmarks/model_choice.py``'s
+binary crowds, and its fits would cost more than the other candidates together."""
 
 ORDERED = tuple(r.choice.name for r in _CHOICES if r.labels == "ordered")
 """Candidates for ordered levels: compared by default when ``ordered=True``, or
 when named in ``candidates=`` (the classes must then be integer levels in
 increasing order). They have no EM: the held-out criteria fit them by MAP
-(:func:`point_fit`). On the two ordered sets of ``benchmarks/model_choice.py``
-(web search, adult content) the latent ordinal model's held-out score was
-below the pooled Dawid-Skene model's (by 0.05 and 0.04 per label), and so was
-its accuracy."""
+(:func:`point_fit`)."""
 
 NO_EM = tuple(r.choice.name for r in _CHOICES if not r.has_em)
 """Candidates without an EM (the latent ordinal model): fitted by
 :func:`crowd_models.fit_map` wherever the others are fitted by EM."""
 
 CRITERIA = ("sharing", "heldout", "loo")
-"""The choice rules (module docstring): ``"sharing"`` (default) and ``"heldout"``
-score every candidate on the same held-out labels, ``"loo"`` by PSIS-LOO over
-items from NUTS fits."""
+"""The choice rules (module docstring): ``"sharing"`` (default) and ``"heldout"`` on
+held-out labels, ``"loo"`` by PSIS-LOO over items from NUTS fits."""
 
 NUTS_DEFAULTS = {"draws": 500, "tune": 500, "chains": 4}
-"""The NUTS settings of criterion ``"loo"``: 2,000 draws for PSIS, half the
-iterations of :func:`crowd_models.sample`'s defaults; ``nuts=`` overrides them."""
+"""Criterion ``"loo"``'s NUTS settings (2,000 draws for PSIS); ``nuts=`` overrides them."""
 
 SHARING = tuple(r.choice.name for r in _CHOICES if r.choice.sharing)
 """The candidates criterion ``"sharing"`` chooses among (when any is a candidate)."""
 
 AVERAGES = ("stacking", "pseudo-bma")
-"""How :func:`model_weights` (and ``auto_fit(average=...)``) weighs candidates by
-their pointwise held-out scores: ``"stacking"``, the weights on the simplex that
-maximise the summed log of the weighted predictive probabilities (Yao et al.
-2018), or ``"pseudo-bma"``, each candidate's summed log score exponentiated and
-normalised, averaged over Bayesian-bootstrap draws of the points (Yao et al.'s
-pseudo-BMA+)."""
+"""How :func:`model_weights` weighs candidates by their pointwise scores (Yao et
+al. 2018): ``"stacking"`` (simplex weights maximising the summed log of the weighted
+predictive probabilities) or ``"pseudo-bma"`` (pseudo-BMA+, Bayesian bootstrap)."""
 
 MIN_WEIGHT = 1e-3
-"""An average leaves out the candidates weighted below this (the other weights
-renormalised), so that a candidate the weights all but exclude is not fitted."""
+"""An average leaves out (does not fit) candidates weighted below this; the rest renormalised."""
 
 BOOTSTRAP_DRAWS = 1000
 """Bayesian-bootstrap draws of ``"pseudo-bma"`` weights."""
@@ -200,6 +180,26 @@ def _candidates(annotations: Annotations, candidates, ordered: bool = False) -> 
         if name in ORDERED:  # integer levels in increasing order, or a ValueError
             ordinal.require_levels(annotations, f"the {name} candidate")
     return names
+
+
+def scored_candidates(annotations: Annotations, criterion: str = "sharing",
+                      ordered: bool = False) -> list[str]:
+    """The candidates :func:`auto_fit` scores when ``candidates=`` is not given
+    (``annotations``, ``criterion``, ``ordered`` as in :func:`compare_models`): for
+    ``"sharing"`` and ``"loo"``, those of :data:`SHARING` among compare_models'
+    defaults, since the others' scores are never read and their fits cost most of
+    a comparison; for ``"heldout"``, all the defaults. A list of names.
+
+    Examples
+    --------
+    >>> from crowd_models import auto
+    >>> auto.scored_candidates(cm.datasets.load_rte())
+    """
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion={criterion!r} is not one of {CRITERIA}.")
+    names = _candidates(annotations, None, ordered)
+    sharing = [name for name in names if name in SHARING]
+    return sharing if criterion != "heldout" and sharing else names
 
 
 def _label_probabilities(fit, rows) -> np.ndarray:
@@ -589,7 +589,9 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
     annotations : Annotations
         Categorical labels, without features.
     candidates, criterion, ordered, rng, **compare_options
-        As in :func:`compare_models`.
+        As in :func:`compare_models`, but without ``candidates=`` only those the
+        criterion chooses among are scored (:func:`scored_candidates`); name
+        them to see every candidate's score in the ranking.
     method : {"map", "em", "nuts"}, optional
         ``"map"`` (``fit_map`` on the family's model, a DataTree; the default
         for the held-out criteria), ``"em"`` (the family's EM, an xarray
@@ -636,6 +638,8 @@ def auto_fit(annotations: Annotations, *, candidates=None, criterion: str = "sha
         raise ValueError(f"average must be None (choose one candidate) or one of {AVERAGES}, "
                          f"got {average!r}.")
     fits = {}
+    if candidates is None and criterion in CRITERIA:
+        candidates = scored_candidates(annotations, criterion, ordered)
     if criterion == "loo":
         unknown = set(compare_options) - {"nuts"}
         if unknown:
@@ -692,4 +696,5 @@ def components(fit) -> dict:
 
 __all__ = ["AVERAGES", "BINARY", "BOOTSTRAP_DRAWS", "CANDIDATES", "CRITERIA", "MIN_WEIGHT",
            "NO_EM", "NUTS_DEFAULTS", "ON_REQUEST", "ORDERED", "SHARING", "auto_fit", "choose",
-           "compare_models", "components", "family_of", "model_weights", "point_fit"]
+           "compare_models", "components", "family_of", "model_weights", "point_fit",
+           "scored_candidates"]

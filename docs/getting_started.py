@@ -112,13 +112,15 @@ az.summary(idata, var_names=["prevalence", "sensitivity"]).head(4)
 # %% [markdown]
 # ## Which model? Let the labels choose
 #
-# `cm.auto_fit` scores the categorical families on held-out labels, without
-# reading gold, and fits the chosen one (the [guide](which_model.md) says
-# how and why). Each candidate is fitted on three random splits, and a fit
-# that cannot be trusted says so: on RTE a few busy workers come out below
-# chance in some splits. One warning names the candidates whose split fits
-# warned, the ranking's `warned_splits` column counts them, and
-# `chosen.attrs["split_warnings"]` keeps each message (they name the workers).
+# `cm.auto_fit` scores the families it chooses among (spammer and item
+# difficulty) on held-out labels, without reading gold, and fits the chosen
+# one (the [guide](which_model.md) says how and why). Each candidate is
+# fitted on three random splits, and a split fit that cannot be trusted says
+# so: one warning names the candidates whose split fits warned, the
+# ranking's `warned_splits` column counts them, and
+# `chosen.attrs["split_warnings"]` keeps each message. `cm.compare_models(ann)`
+# scores every family, Dawid-Skene's too (on RTE a few busy workers come out
+# below chance in some of its splits).
 
 # %%
 chosen = cm.auto_fit(ann, method="em")

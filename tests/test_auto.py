@@ -48,9 +48,15 @@ def test_auto_fit_finds_the_generating_family(data, family, request):
         accuracies = {name: _accuracy(auto.family_of(name)[0].em(ann, **auto.family_of(name)[1]),
                                       ann) for name in table.index}
     assert fit.attrs["model"] == family, table
-    # the same ranking with and without gold: reproducible from its seed, gold unread
-    assert [row["candidate"] for row in fit.attrs["ranking"]] == list(table.index)
-    np.testing.assert_allclose([row["score"] for row in fit.attrs["ranking"]], table["score"])
+    # auto_fit scores only the candidates its rule chooses among, on the same splits:
+    # their scores with and without gold and with and without the others are equal
+    # (reproducible from its seed, gold unread), and so is the choice
+    ranking = pd.DataFrame(fit.attrs["ranking"]).set_index("candidate")
+    assert list(ranking.index) == [n for n in table.index if n in auto.SHARING]
+    assert set(ranking.index) == set(auto.scored_candidates(blind)) == set(table.index[
+        table["eligible"]])
+    np.testing.assert_allclose(ranking["score"], table.loc[ranking.index, "score"], rtol=1e-12)
+    assert auto.choose(table) == family
     assert _accuracy(fit, ann) >= max(accuracies.values()) - 0.005, accuracies
 
 
@@ -146,7 +152,7 @@ def test_ordered_levels_add_the_latent_ordinal_candidate():
         with pytest.raises(ValueError, match="has no EM; call auto_fit with method='map'"):
             cm.auto_fit(blind, ordered=True, n_splits=1, method="em")
     assert fit.attrs["model"] == "ordinal", fit.attrs["ranking"]
-    assert set(names) == set(unordered.index) | {"ordinal"}
+    assert set(names) == set(unordered.index[unordered["eligible"]]) | {"ordinal"}
     assert _accuracy(fit["posterior"], ann) >= max(accuracy.values()) - 0.005, accuracy
     with pytest.raises(TypeError, match="ordered must be True or False"):
         cm.compare_models(ann, ordered="yes")

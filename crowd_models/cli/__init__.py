@@ -45,17 +45,19 @@ no features) gives each annotator an ``ability`` and each item an ``easiness``
 no features) draws each annotator's confusion around one of
 ``--n-communities`` (default 3) community confusions; its table adds each
 annotator's most probable ``community`` and that probability. ``--model auto``
-scores two-coin (two classes), Dawid-Skene full, one-coin and pooled, spammer
-and item-difficulty on held-out labels (``crowd_models.compare_models``, no
-gold read), prints the ranking and fits the best score among spammer and
-item-difficulty (criterion ``sharing`` of ``crowd_models.auto.choose``:
-label prediction alone can favour a model whose truth is worse); ``fit.nc``
-records the ranking. ``--criterion heldout`` takes the earlier rule (the fewest parameters per
-annotator within two standard errors of the best score), and ``--criterion
-loo`` scores the candidates by PSIS-LOO over items from one NUTS fit each
-(``--draws``, ``--tune``, ``--chains``, ``--seed`` set them) and chooses
-like ``sharing``. ``--ordered`` (labels that are levels of one scale, integers
-in increasing order) adds the latent ordinal model to the candidates; it has no
+scores spammer and item-difficulty on held-out labels
+(``crowd_models.compare_models``, no gold read), prints the ranking and fits
+the best score (criterion ``sharing`` of ``crowd_models.auto.choose``: label
+prediction alone can favour a model whose truth is worse, so Dawid-Skene's
+variants and two-coin are not among those it chooses, nor scored);
+``fit.nc`` records the ranking. ``--criterion heldout`` scores them all, two-coin
+(two classes) and Dawid-Skene full, one-coin and pooled too, and takes the
+earlier rule (the fewest parameters per annotator within two standard errors
+of the best score), and ``--criterion loo`` scores spammer and item-difficulty
+by PSIS-LOO over items from one NUTS fit each (``--draws``, ``--tune``,
+``--chains``, ``--seed`` set them) and chooses like ``sharing``.
+``--ordered`` (labels that are levels of one scale, integers in increasing
+order) adds the latent ordinal model to the candidates; it has no
 EM, so a choice of it needs ``--method map`` or ``nuts``. Fits with features
 also write ``coefficients.csv``.
 

@@ -121,7 +121,7 @@ _AUTO_MODELS = {r.choice.name: (r.cli, r.variant) for r in _registry.candidates(
 def _auto_plan(ann, plan, method, progress):
     """``--model auto``: the ranking of the candidates (held-out labels, or PSIS-LOO
     with ``--criterion loo``), and the plan of the chosen family's fit."""
-    from crowd_models.auto import choose, compare_models
+    from crowd_models.auto import choose, compare_models, scored_candidates
 
     if plan.criterion == "loo":
         progress.step("choosing the model without gold: PSIS-LOO over items from a NUTS fit "
@@ -136,7 +136,8 @@ def _auto_plan(ann, plan, method, progress):
         options = {"criterion": plan.criterion}
     options["ordered"] = plan.ordered
     try:
-        table = compare_models(ann, **options)
+        table = compare_models(ann, candidates=scored_candidates(ann, plan.criterion,
+                                                                 plan.ordered), **options)
     except ValueError as err:
         raise InputError(str(err)) from None
     chosen = choose(table)
