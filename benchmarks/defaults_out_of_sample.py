@@ -38,7 +38,9 @@ with the class shares held at uniform ("one-coin uniform", "GLAD uniform",
 "spammer uniform": a prevalence concentration of :data:`UNIFORM`); and
 mean-field variational Bayes of full Dawid-Skene and of the spammer model
 ("DS VB", "spammer VB", each also "uniform": :func:`variational`, not a
-package function). ``--rules`` runs some of them (full
+package function); the spammer model with a population confusion as a third
+source of labels ("spammer+population": :func:`shared_confusion`, a prototype).
+``--rules`` runs some of them (full
 DS and majority vote always: the criteria's references). The latent ordinal candidate is
 left out of ``auto`` on the ordered sets (web search, adult content): it has no
 EM, and ``model_choice.py`` measured its held-out score below the pooled
@@ -105,7 +107,8 @@ RULES = ("MV", "DS", "one-coin", "pooled", "pooled s=1", "spammer", "GLAD", "com
          "pooled+spammer", "auto", "auto stacking", "auto pseudo-BMA", "auto no pooled",
          "stacking no pooled", "one-coin uniform", "GLAD uniform", "spammer uniform", "spammer VB",
          "spammer VB uniform", "DS VB", "DS VB uniform", "auto + DS", "DS+spammer",
-         "auto + DS z=1", "auto + DS z=2", "auto + DS z=3", "auto + DS z=4")
+         "auto + DS z=1", "auto + DS z=2", "auto + DS z=3", "auto + DS z=4",
+         "spammer+population")
 AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
@@ -168,6 +171,7 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         "spammer VB uniform": lambda: variational(ann, "spammer", UNIFORM),
         "DS VB": lambda: variational(ann, "DS"),
         "DS VB uniform": lambda: variational(ann, "DS", UNIFORM),
+        "spammer+population": lambda: shared_confusion(ann),
     }
     averaging = [rule for rule in AVERAGED if rule in rules]
     needed = (set(rules) | ({"pooled", "spammer"} if "pooled+spammer" in rules else set())
@@ -248,6 +252,50 @@ def variational(ann: cm.Annotations, model: str, prevalence=2.0, tol=1e-9, max_i
                                     log_f[:, None, None] + log_s[:, None, :])
         log_prev = elog(prevalence + prob.sum(axis=0))
         new, _ = C.posterior_from_joint(C.item_joint_np(log_conf, ann) + log_prev)
+        moved, prob = np.abs(new - prob).max(), new
+        if moved < tol:
+            break
+    return prob
+
+
+def shared_confusion(ann: cm.Annotations, tol=1e-8, max_iter=2000):
+    """The spammer model with a third source of labels, a prototype (not a package
+    function): each label comes from the truth (share a_j), from a population
+    confusion row E[true class] shared by all annotators (b_j), or from the
+    annotator's own spam shares (c_j). MAP-EM over the true class and the source,
+    from majority vote, the spammer model's priors (the trust Beta split evenly
+    between the two error sources), E's rows Dirichlet(2). Returns the item
+    posteriors."""
+    K = ann.n_classes
+    prob = cm.majority_vote(ann).to_numpy()
+    eye = np.eye(K)
+    ta, tb = spammer.DEFAULT_PRIORS["trustworthiness_prior"]
+    spam_prior = spammer.DEFAULT_PRIORS["spam_prior"]
+    J = ann.n_annotators
+    share = np.tile([0.7, 0.15, 0.15], (J, 1))
+    pop = np.full((K, K), 1.0 / K)
+    own = np.full((J, K), 1.0 / K)
+    for _ in range(max_iter):
+        counts = C.expected_counts(ann, prob)  # (annotator, true, label)
+        for _ in range(3):  # M-step: a few rounds of the source split at fixed counts
+            truth = share[:, 0, None, None] * eye
+            conf = share[:, 1, None, None] * pop[None]
+            spam = share[:, 2, None, None] * own[:, None, :]
+            total = truth + conf + spam
+            w = counts / total
+            got = np.stack([(w * truth).sum((1, 2)), (w * conf).sum((1, 2)),
+                            (w * spam).sum((1, 2))], axis=1)
+            share = got + np.array([ta - 1, (tb - 1) / 2, (tb - 1) / 2])
+            share /= share.sum(axis=1, keepdims=True)
+            pop = (w * conf).sum(0) + 1.0
+            pop /= pop.sum(axis=1, keepdims=True)
+            own = (w * spam).sum(1) + spam_prior - 1
+            own /= own.sum(axis=1, keepdims=True)
+        log_conf = np.log(share[:, 0, None, None] * eye + share[:, 1, None, None] * pop[None]
+                          + share[:, 2, None, None] * own[:, None, :])
+        prev = prob.sum(axis=0) + spammer.DEFAULT_PRIORS["prevalence_prior"] - 1
+        new, _ = C.posterior_from_joint(C.item_joint_np(log_conf, ann)
+                                        + np.log(prev / prev.sum()))
         moved, prob = np.abs(new - prob).max(), new
         if moved < tol:
             break

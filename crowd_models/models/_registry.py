@@ -265,14 +265,16 @@ _BIAS_SD = Prior("bias_sd", 1.0, "positive", "SD",
 _COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P|auto",
                         "Gaussian prior precision of the classifier's coefficients on the "
                         "standardised features, with --features: a number (0: flat; "
-                        "dawid-skene needs > 0), or 'auto' (two-coin and dawid-skene, their "
-                        "default), chosen by the crowd labels' evidence", needs="features")
+                        "dawid-skene needs > 0), or 'auto' (two-coin, dawid-skene and "
+                        "continuous, their default), chosen by the crowd labels' evidence",
+                        needs="features")
 _INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
 _AUTO_PRECISION = replace(_COEF_PRECISION, default="auto", kind="auto_nonnegative",
                           shown="auto")
-"""Two-coin's and Dawid-Skene's ``coef_precision``: ``"auto"`` by default, chosen
-by empirical Bayes (``_evidence``; benchmarks/README.md, classifier_prior.py, has
-the leave-one-set-out table behind the default)."""
+"""Two-coin's, Dawid-Skene's and the continuous model's ``coef_precision``: ``"auto"``
+by default, chosen by empirical Bayes (``_evidence``; benchmarks/README.md,
+classifier_prior.py and continuous_prior.py, has the leave-one-set-out tables
+behind the default)."""
 
 _TWO_COIN_PRIORS = (_SENSITIVITY, _SPECIFICITY, _BETA_PREVALENCE, _AUTO_PRECISION,
                     _INTERCEPT_PRECISION)
@@ -318,7 +320,7 @@ _CONTINUOUS_PRIORS = (
     replace(_BIAS_SD, needs="bias"),
     Prior("scale_sd", 0.5, "positive", "SD",
           "prior sd of the annotators' scales around 1 (with --scale)", needs="scale"),
-    _COEF_PRECISION,
+    _AUTO_PRECISION,
     _INTERCEPT_PRECISION,
     Prior("nu", 4.0, "positive", "NU", "degrees of freedom of the annotators' Student-t noise",
           variants=("student_t",), setting=True),

@@ -79,8 +79,11 @@ labels' own units). With ``s = label_scale`` and ``c`` the mean of all labels
 * ``truth_precision ~ Gamma(a, b * s**2)``, ``truth_precision_prior``,
   default (2, 0.1);
 * ``bias ~ ZeroSumNormal(bias_sd * s)``, default ``bias_sd=1``;
-* ``coef ~ N(0, s**2 / coef_precision)`` (standardise the features),
-  default 1; ``intercept ~ N(c, s**2 / intercept_precision)``, default 0.01.
+* ``coef ~ N(0, s**2 / coef_precision)`` on the features standardised over
+  the items (the fit does it), default ``"auto"``: the precision that
+  maximises the crowd labels' evidence (MacKay's fixed point, ``_evidence``,
+  with the curvature of the labels' marginal likelihood in ``coef``); ``intercept
+  ~ N(c, s**2 / intercept_precision)``, default 0.01.
 
 Gamma shapes >= 1 keep the mode interior; ``FLAT_PRIORS`` (shape 1, rate 0:
 ``HalfFlat``; ``bias_sd=inf``: a flat sum-to-zero bias; precisions 0: ``Flat``)
@@ -116,7 +119,7 @@ from crowd_models import _trust
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _em, _registry
+from crowd_models.models import _em, _evidence, _registry
 
 __all__ = [
     "build_model",
@@ -664,8 +667,11 @@ def build_model(
         Positive; prior sd of the biases in ``label_scale`` units (``np.inf``: flat).
     scale_sd : float, optional
         Positive; prior sd of the scales around 1 (unit-free; ``np.inf``: flat).
-    coef_precision : float or array (feature,), optional
-        Gaussian prior precision of ``coef / label_scale``; 0 = flat.
+    coef_precision : "auto", float or array (feature,), optional
+        Gaussian prior precision of ``coef / label_scale``; 0 = flat. ``"auto"``
+        (the default; with features) takes the precision :func:`em` chooses by
+        the crowd labels' evidence (``em(annotations).attrs["coef_precision"]``;
+        its Gaussian-noise EM also for ``noise="student_t"``).
     intercept_precision : float, optional
         Gaussian prior precision of ``(intercept - mean label) / label_scale``; 0 = flat.
     label_scale : float or None, optional
@@ -698,6 +704,10 @@ def build_model(
     _trust.check_constant_annotators(annotations, "the continuous model")
     annotations = annotations.standardized()
     nu = _check_noise(noise, nu)
+    coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
+        annotations, bias=bias, scale=scale, precision_prior=precision_prior, bias_sd=bias_sd,
+        truth_precision_prior=truth_precision_prior, scale_sd=scale_sd, label_scale=label_scale,
+        coef_precision="auto", intercept_precision=intercept_precision))
     if isinstance(quadrature_nodes, bool) or not isinstance(
             quadrature_nodes, int | np.integer) or quadrature_nodes < 2:
         raise ValueError(f"quadrature_nodes must be an integer >= 2, got {quadrature_nodes!r}.")
@@ -800,7 +810,12 @@ def em(
     SQUAREM (``_em.iterate_em_map``; precisions on the log scale, the other
     blocks as they are, which keeps the sum constraints), reaching the same
     fixed point in fewer steps; ``accelerate=False`` runs plain ECM.
-    ``noise="student_t"`` has no EM.
+    ``noise="student_t"`` has no EM. ``coef_precision="auto"`` (the default;
+    with features) iterates EM at a precision alpha and alpha <- gamma /
+    |coef / label_scale|^2 (MacKay's evidence fixed point; gamma from the
+    curvature of the labels' marginal likelihood in ``coef``), each EM warm
+    started from the last, and records alpha in ``attrs["coef_precision"]``
+    (with ``evidence_rounds`` and ``evidence_converged``).
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``precision``, ``bias`` (with ``bias=True``), ``scale_offset`` and
@@ -832,27 +847,21 @@ def em(
         )
     if not (tol > 0 and max_iter >= 0):
         raise ValueError(f"need tol > 0 and max_iter >= 0, got tol={tol}, max_iter={max_iter}.")
+    auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, bias=bias, precision_prior=precision_prior,
                   truth_precision_prior=truth_precision_prior, bias_sd=bias_sd,
-                  coef_precision=coef_precision, intercept_precision=intercept_precision,
+                  coef_precision=1.0 if auto else coef_precision,
+                  intercept_precision=intercept_precision,
                   label_scale=label_scale, scale=scale, scale_sd=scale_sd)
 
-    def em_map(prm):
-        _, mean, var = _items_np(annotations, prm)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return _m_step(annotations, mean, var, pri, prm)
+    def run(pri, start):
+        return _run_em(annotations, pri, start, tol, max_iter, accelerate)
 
-    def change(new, old):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return _change(new, old, pri["scale"])
-
-    params, n_iter, converged = _em.iterate_em_map(
-        em_map, _start(annotations, pri), tol=tol, max_iter=max_iter, change=change,
-        objective=lambda prm: _log_posterior(annotations, prm, pri), supports=_EM_SUPPORTS,
-        accelerate=accelerate,
-        nonfinite_message="EM produced non-finite parameters (a precision ran off to "
-                          "infinity, which flat priors allow); use Gamma priors with rate > 0 "
-                          "(the defaults).")
+    evidence = {}
+    if auto and annotations.features is not None:
+        params, n_iter, converged, pri, evidence = _evidence_em(annotations, pri, run)
+    else:
+        params, n_iter, converged = run(pri, _start(annotations, pri))
     item_ll, mean, var = _items_np(annotations, params)
     loglik = float(item_ll.sum())
     j = annotations.annotator_idx
@@ -878,9 +887,58 @@ def em(
             "scale": int(bool(scale)), "method": "em",
             "log_likelihood": loglik, "log_posterior": _log_posterior(annotations, params, pri),
             "n_iter": n_iter, "converged": int(converged), "label_scale": pri["scale"],
+            **evidence,
         },
         supports=_EM_SUPPORTS,
     )
+
+
+def _run_em(annotations: Annotations, pri: dict, start: dict, tol, max_iter, accelerate):
+    """The ECM iterations of :func:`em` from ``start``: (params, n_iter, converged)."""
+    def em_map(prm):
+        _, mean, var = _items_np(annotations, prm)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _m_step(annotations, mean, var, pri, prm)
+
+    def change(new, old):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _change(new, old, pri["scale"])
+
+    return _em.iterate_em_map(
+        em_map, start, tol=tol, max_iter=max_iter, change=change,
+        objective=lambda prm: _log_posterior(annotations, prm, pri),
+        supports=_EM_SUPPORTS, accelerate=accelerate,
+        nonfinite_message="EM produced non-finite parameters (a precision ran off to "
+                          "infinity, which flat priors allow); use Gamma priors with rate "
+                          "> 0 (the defaults).")
+
+
+def _evidence_em(annotations: Annotations, pri: dict, run):
+    """:func:`em` with ``coef_precision="auto"``: ``run(pri, start)`` (the EM) at a
+    precision alpha, then alpha <- gamma / |coef / label_scale|^2 (``_evidence``),
+    the next EM warm started, until alpha settles. The curvature of the labels'
+    marginal log-likelihood in ``coef`` is ``sum_i x_i x_i' g (1 - g v_i)``, ``g`` the
+    truth precision and ``v_i`` the posterior variance of item i's true value: an
+    item its labels pin down counts as an observed truth, one without labels not
+    at all. Returns the EM's result, the priors at the chosen alpha and the attrs."""
+    X = annotations.features
+    unit = pri["scale"] ** 2  # coef_precision is in label_scale units, the EM in labels'
+
+    def fit_at(alpha, previous):
+        pri_a = {**pri, "coef_prec_unit": np.full(X.shape[1], alpha),
+                 "coef_prec": np.full(X.shape[1], alpha / unit)}
+        start = _start(annotations, pri_a) if previous is None else previous[0]
+        params, n_iter, converged = run(pri_a, start)
+        _, _, var = _items_np(annotations, params)
+        g = float(params["truth_precision"])
+        curvature = np.clip(g * (1 - g * var), 0.0, None)[:, None, None]
+        n_iter += 0 if previous is None else previous[1]
+        new = _evidence.next_precision(X, curvature, params["coef"], alpha / unit) * unit
+        return (params, n_iter, converged, pri_a), new
+
+    (params, n_iter, converged, pri_a), alpha, rounds, settled = _evidence.fixed_point(fit_at)
+    return params, n_iter, converged, pri_a, {"coef_precision": alpha, "evidence_rounds": rounds,
+                                              "evidence_converged": int(settled)}
 
 
 # ---------------------------------------------------------------- simulate
