@@ -811,9 +811,9 @@ def em(
     blocks as they are, which keeps the sum constraints), reaching the same
     fixed point in fewer steps; ``accelerate=False`` runs plain ECM.
     ``noise="student_t"`` has no EM. ``coef_precision="auto"`` (the default;
-    with features) iterates EM at a precision alpha and alpha <- gamma /
-    |coef / label_scale|^2 (MacKay's evidence fixed point; gamma from the
-    curvature of the labels' marginal likelihood in ``coef``), each EM warm
+    with features) iterates EM at a precision alpha and
+    ``alpha <- gamma / |coef / label_scale|^2`` (MacKay's evidence fixed point;
+    gamma from the curvature of the labels' marginal likelihood in ``coef``), each EM warm
     started from the last, and records alpha in ``attrs["coef_precision"]``
     (with ``evidence_rounds`` and ``evidence_converged``).
 
@@ -915,7 +915,7 @@ def _run_em(annotations: Annotations, pri: dict, start: dict, tol, max_iter, acc
 
 def _evidence_em(annotations: Annotations, pri: dict, run):
     """:func:`em` with ``coef_precision="auto"``: ``run(pri, start)`` (the EM) at a
-    precision alpha, then alpha <- gamma / |coef / label_scale|^2 (``_evidence``),
+    precision alpha, then ``alpha <- gamma / |coef / label_scale|^2`` (``_evidence``),
     the next EM warm started, until alpha settles. The curvature of the labels'
     marginal log-likelihood in ``coef`` is ``sum_i x_i x_i' g (1 - g v_i)``, ``g`` the
     truth precision and ``v_i`` the posterior variance of item i's true value: an
