@@ -113,11 +113,11 @@ AVERAGED = {"auto stacking": "stacking", "auto pseudo-BMA": "pseudo-bma",
             "stacking no pooled": "stacking"}
 """The rules that average ``auto``'s eligible candidates (``auto_fit(average=...)``)."""
 WITHOUT_POOLED = ("auto no pooled", "stacking no pooled")
+"""The rules that leave the pooled model out of ``auto``'s eligible candidates (the
+same comparison, the others' scores)."""
 WITH_DS = ("dawid_skene",)
 """``auto + DS``: the best held-out score among ``auto``'s eligible candidates and
 these (full Dawid-Skene)."""
-"""The rules that leave the pooled model out of ``auto``'s eligible candidates (the
-same comparison, the others' scores)."""
 DS_MARGINS = {f"auto + DS z={z}": float(z) for z in (1, 2, 3, 4)}
 """``auto + DS z=Z``: ``auto``'s choice, unless full Dawid-Skene's held-out score beats
 it by more than Z paired standard errors (over the same hidden labels)."""
@@ -192,16 +192,15 @@ def evaluate(ann: cm.Annotations, accuracy, rules=RULES, compare=None) -> tuple[
         prob["auto"], seconds["auto"] = candidate[chosen][0], scoring + candidate[chosen][1]
         eligible = list(table.index[table["eligible"]])
         others = [name for name in eligible if name != "pooled"] or eligible
-        best = table.loc[others, "score"].idxmax()
-        prob["auto no pooled"] = candidate[best][0]
-        seconds["auto no pooled"] = scoring + candidate[best][1]
+        choice = table.loc[others, "score"].idxmax()  # the eligible choice, pooled left out
+        prob["auto no pooled"] = candidate[choice][0]
+        seconds["auto no pooled"] = scoring + candidate[choice][1]
         wider = [*others, *(name for name in WITH_DS if name in table.index
                             and name not in others)]
         best = table.loc[wider, "score"].idxmax()
         if best not in candidate:
             candidate[best] = _candidate_prob(best, ann, prob, seconds)
         prob["auto + DS"], seconds["auto + DS"] = candidate[best][0], scoring + candidate[best][1]
-        choice = table.loc[others, "score"].idxmax()
         gain = points["dawid_skene"] - points[choice] if "dawid_skene" in points else None
         for rule, z in DS_MARGINS.items():
             if rule not in rules:

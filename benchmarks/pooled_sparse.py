@@ -67,9 +67,8 @@ def case(name, ann, repeat):
     # the default: auto_fit as a user calls it (held-out choice, then MAP), and its EM
     chosen, t_auto = median_time(lambda: cm.auto_fit(ann), repeat)
     by_em, t_auto_em = median_time(lambda: cm.auto_fit(ann, method="em"), repeat)
-    picked, t_picked = median_time(
-        lambda: auto.family_of(by_em.attrs["model"])[0].em(
-            ann, **auto.family_of(by_em.attrs["model"])[1]), repeat)
+    family, options = auto.family_of(by_em.attrs["model"])
+    _, t_picked = median_time(lambda: family.em(ann, **options), repeat)
     print(f"{'':>14}  default: auto_fit chose {chosen.attrs['model']}: MAP "
           f"{accuracy(ann, chosen['posterior']['item_class_prob'].values[0, 0]):.4f} in "
           f"{t_auto:.2f} s, EM {accuracy(ann, by_em['item_class_prob'].values[0, 0]):.4f} in "

@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
 from scipy.special import expit
+from scipy.stats import multivariate_normal
 
-from crowd_models.models import _evidence, two_coin
+from crowd_models.models import _evidence, continuous, two_coin
 
 
 def _crowd(d, n_items, seed, n_annotators=5):
@@ -171,11 +173,6 @@ def test_continuous_auto_is_the_labels_evidence_maximum():
     covariance X X' s^2 / alpha + diag(1 / g + 1 / lambda_i) (w integrated out);
     the "auto" precision is the maximum of that evidence over alpha, found here
     by brute force."""
-    from scipy.optimize import minimize_scalar
-    from scipy.stats import multivariate_normal
-
-    from crowd_models.models import continuous
-
     rng = np.random.default_rng(3)
     n, d = 150, 40
     X = rng.normal(size=(n, d))
@@ -205,8 +202,6 @@ def test_continuous_auto_is_the_labels_evidence_maximum():
 
 
 def test_continuous_auto_predicts_new_items_better_than_precision_1():
-    from crowd_models.models import continuous
-
     rng = np.random.default_rng(0)
     n, d = 300, 200
     X = rng.normal(size=(n + 2000, d))
