@@ -7,9 +7,12 @@ export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: demo test test-fast validate lint benchmark case-studies examples mutate clean docs docs-check
 
+# --compile-bytecode, as pip does by default: ~30 s more, once, and no process
+# compiles the dependencies' source (the first `crowd-models fit` on a fresh
+# machine: 10-12 s against 23-24 s; benchmarks/README.md, cold_start.py)
 .venv/.synced: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --locked --extra dev --extra jax --extra distributed --extra docs
+	$(UV) sync --locked --compile-bytecode --extra dev --extra jax --extra distributed --extra docs
 	@touch $@
 
 demo: .venv/.synced
