@@ -80,23 +80,27 @@ def one_crowd(design: str, d: int, seed: int) -> dict:
     return row
 
 
-def leave_one_set_out(rows) -> None:
+def leave_one_set_out(rows, rules=tuple(RULES), measure="new-item RMSE") -> None:
+    """Each set (a design and a d, seeds averaged) held out in turn: the rule
+    with the lowest mean ``measure`` over the oracle's on the other sets, and
+    its ratio on the held-out one (``rows``: a value per rule and ``oracle``,
+    lower better; ordinal_prior.py reads it too)."""
     sets = sorted({(r["design"], r["d"]) for r in rows})
 
     def ratio(rule, s):
         return float(np.mean([r[rule] / r["oracle"] for r in rows if (r["design"], r["d"]) == s]))
 
-    print("\nLeave one set out (new-item RMSE over the oracle's, seeds averaged; lower is "
+    print(f"\nLeave one set out ({measure} over the oracle's, seeds averaged; lower is "
           "better): the rule with the lower mean on the other sets, and its ratio here")
-    print(f"{'held out':>14} " + " ".join(f"{rule:>12}" for rule in RULES) + f" {'picks':>12}")
+    print(f"{'held out':>14} " + " ".join(f"{rule:>12}" for rule in rules) + f" {'picks':>12}")
     picked = []
     for s in sets:
         others = [o for o in sets if o != s]
-        choice = min(RULES, key=lambda rule: np.mean([ratio(rule, o) for o in others]))
+        choice = min(rules, key=lambda rule: np.mean([ratio(rule, o) for o in others]))
         picked.append(ratio(choice, s))
-        print(f"{s[0] + ' ' + str(s[1]):>14} " + " ".join(f"{ratio(r, s):>12.3f}" for r in RULES)
+        print(f"{s[0] + ' ' + str(s[1]):>14} " + " ".join(f"{ratio(r, s):>12.3f}" for r in rules)
               + f" {choice:>12}")
-    for rule in RULES:
+    for rule in rules:
         print(f"  {rule}, always: mean ratio {np.mean([ratio(rule, s) for s in sets]):.4f}, "
               f"worst {max(ratio(rule, s) for s in sets):.3f}")
     print(f"  chosen out of set: mean ratio {np.mean(picked):.4f}")

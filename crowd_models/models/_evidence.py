@@ -179,12 +179,15 @@ def logistic_evidence(fit_logistic, features, target, tau):
 def resolved(coef_precision, annotations, em_fit):
     """A ``build_model``'s precision: ``coef_precision`` as given, or for
     ``"auto"`` the one ``em_fit()`` (the family's EM at ``"auto"`` on the same
-    annotations and priors) chooses; 1 (unused) without features. The EM's
-    trust warnings are left to the fits of the model, which repeat them."""
+    annotations and priors) chooses (an array where it chooses several: the
+    cumulative ordinal model's, one per threshold); 1 (unused) without
+    features. The EM's trust warnings are left to the fits of the model,
+    which repeat them."""
     if not is_auto(coef_precision):
         return coef_precision
     if annotations.features is None:
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return float(em_fit().attrs["coef_precision"])
+        chosen = np.asarray(em_fit().attrs["coef_precision"], dtype=float)
+    return float(chosen) if chosen.ndim == 0 else chosen

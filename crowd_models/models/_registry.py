@@ -265,16 +265,16 @@ _BIAS_SD = Prior("bias_sd", 1.0, "positive", "SD",
 _COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P|auto",
                         "Gaussian prior precision of the classifier's coefficients on the "
                         "standardised features, with --features: a number (0: flat; "
-                        "dawid-skene needs > 0), or 'auto' (two-coin, dawid-skene and "
-                        "continuous, their default), chosen by the crowd labels' evidence",
+                        "dawid-skene needs > 0), or 'auto' (the default; ordinal: each "
+                        "threshold its own), chosen by the crowd labels' evidence",
                         needs="features")
 _INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
 _AUTO_PRECISION = replace(_COEF_PRECISION, default="auto", kind="auto_nonnegative",
                           shown="auto")
-"""Two-coin's, Dawid-Skene's and the continuous model's ``coef_precision``: ``"auto"``
-by default, chosen by empirical Bayes (``_evidence``; benchmarks/README.md,
-classifier_prior.py and continuous_prior.py, has the leave-one-set-out tables
-behind the default)."""
+"""Two-coin's, Dawid-Skene's, the continuous and the cumulative ordinal model's
+``coef_precision``: ``"auto"`` by default, chosen by empirical Bayes
+(``_evidence``; benchmarks/README.md, classifier_prior.py, continuous_prior.py
+and ordinal_prior.py, has the leave-one-set-out tables behind the default)."""
 
 _TWO_COIN_PRIORS = (_SENSITIVITY, _SPECIFICITY, _BETA_PREVALENCE, _AUTO_PRECISION,
                     _INTERCEPT_PRECISION)
@@ -303,7 +303,7 @@ _ORDINAL_PRIORS = (
     # None: Beta(2, 2) on each threshold's share (cumulative), Dirichlet(2) (latent)
     replace(_BETA_PREVALENCE, default=None, shown="2,2", variants=_CUMULATIVE),
     replace(_PREVALENCE, default=None, shown="2", variants=_LATENT),
-    replace(_COEF_PRECISION, variants=_CUMULATIVE),
+    replace(_AUTO_PRECISION, variants=_CUMULATIVE),
     replace(_INTERCEPT_PRECISION, variants=_CUMULATIVE),
     replace(_BIAS_SD, variants=_LATENT),
     Prior("noise_prior", (2.0, 1.0), "shape_rate", "SHAPE,RATE",

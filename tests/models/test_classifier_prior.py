@@ -143,6 +143,37 @@ def test_softmax_fit_sits_at_the_evidence_fixed_point():
             ann, variant=variant).attrs["coef_precision"]
 
 
+def test_cumulative_ordinal_auto_is_each_thresholds_evidence_fixed_point():
+    """The cumulative ordinal model at "auto": each threshold's binary problem
+    "level > c" sits at MacKay's fixed point alpha_c |w_c|^2 = gamma_c (by hand,
+    with that problem's soft labels), which is the two-coin EM's choice for it."""
+    from crowd_models.models import ordinal
+    from crowd_models.models.ordinal import cumulative
+
+    rng = np.random.default_rng(7)
+    n, d = 150, 3
+    X = rng.standard_normal((n, d))
+    level = np.searchsorted([-1.5, 0.0, 1.5], X @ np.array([1.5, -1.0, 0.5])
+                            + rng.logistic(size=n))
+    sens = np.array([[0.9, 0.8, 0.7]] * 5)
+    spec = np.array([[0.7, 0.8, 0.9]] * 5)
+    ann = ordinal.simulate(variant="cumulative", sensitivity=sens, specificity=spec,
+                           true_labels=level, labels_per_item=3, rng=rng).with_features(X)
+    fit = ordinal.em(ann, coef_precision="auto")
+    scaled = ann.standardized()
+    alphas = fit.attrs["coef_precision"]
+    assert len(alphas) == 3 and fit.attrs["evidence_converged"] == 1
+    for c, alpha in enumerate(alphas):
+        coef = fit["coef"].values[0, 0, :, c]
+        intercept = float(fit["intercept"].values[0, 0, c])
+        exceed = fit["exceed_prob"].values[0, 0, :, c]
+        lhs, gamma = _stationarity(scaled.features, coef, intercept, exceed, alpha)
+        assert 0.01 < alpha < 1e3 and lhs == pytest.approx(gamma, rel=1.1 * _evidence.RTOL)
+        binary = two_coin.em(cumulative.binary_annotations(scaled, c), coef_precision="auto")
+        assert binary.attrs["coef_precision"] == alpha
+        np.testing.assert_allclose(binary["coef"].values[0, 0], coef, atol=1e-12)
+
+
 def test_the_secant_step_reaches_the_plain_updates_fixed_point_in_fewer_rounds():
     """An update that creeps toward its fixed point (log distance shrinking by 0.8
     a round, as music genre's did by about 0.6): the secant steps stop at the same

@@ -233,17 +233,22 @@ def test_map_equals_em(sim_cumulative, cumulative_model):
     assert map_fit.log_likelihood["item_labels"].sizes["item"] == sim_cumulative.n_items
 
 
-@pytest.mark.parametrize("matrix", [False, True])
-def test_cumulative_classifier_prior_and_layout(sim_cumulative, matrix):
+@pytest.mark.parametrize("prior", ["vector", "matrix", "auto"])
+def test_cumulative_classifier_prior_and_layout(sim_cumulative, prior):
     """With features, each threshold has its own logistic classifier, ``coef``
     (feature, threshold): the model's log density at the EM point equals EM's log
-    posterior, under independent N(0, 1/gamma_f) coefficients and under a full
-    precision matrix (each threshold's column ~ N(0, Gamma^-1))."""
+    posterior, under independent N(0, 1/gamma_f) coefficients, under a full
+    precision matrix (each threshold's column ~ N(0, Gamma^-1)) and at "auto",
+    where each threshold's column ~ N(0, I / alpha_c) with its own evidence
+    precision alpha_c (the EM's ``attrs["coef_precision"]``, in threshold order)."""
     from scipy import stats
 
     rng = np.random.default_rng(2)
-    ann = sim_cumulative.with_features(rng.normal(size=(sim_cumulative.n_items, 2)))
-    gamma = np.array([[2.0, 0.6], [0.6, 1.0]]) if matrix else np.array([2.0, 0.5])
+    level = np.asarray(sim_cumulative.gold)[:, None]  # features that inform every threshold
+    ann = sim_cumulative.with_features(rng.normal(size=(sim_cumulative.n_items, 2))
+                                       + level * np.array([0.8, -0.4]))
+    gamma = {"vector": np.array([2.0, 0.5]), "matrix": np.array([[2.0, 0.6], [0.6, 1.0]]),
+             "auto": "auto"}[prior]
     fit = ordinal.em(ann, coef_precision=gamma)
     coef = fit["coef"].values[0, 0]
     assert fit["coef"].dims[2:] == ("feature", "threshold") and coef.shape == (2, 3)
@@ -255,8 +260,13 @@ def test_cumulative_classifier_prior_and_layout(sim_cumulative, matrix):
     logp = model.compile_logp(jacobian=False)
     np.testing.assert_allclose(logp(point), fit.attrs["log_posterior"], rtol=1e-10)
     # the coefficient prior alone, against scipy, column by column
-    cov = np.linalg.inv(gamma) if matrix else np.diag(1 / gamma)
-    expected = sum(stats.multivariate_normal(np.zeros(2), cov).logpdf(coef[:, t])
+    if prior == "auto":
+        alphas = fit.attrs["coef_precision"]
+        assert len(alphas) == 3 and len(set(alphas)) == 3  # one precision per threshold
+        covs = [np.eye(2) / a for a in alphas]
+    else:
+        covs = [np.linalg.inv(gamma) if prior == "matrix" else np.diag(1 / gamma)] * 3
+    expected = sum(stats.multivariate_normal(np.zeros(2), covs[t]).logpdf(coef[:, t])
                    for t in range(3))
     prior = model.compile_fn(model.logp(vars=[model["coef"]], jacobian=False))
     np.testing.assert_allclose(prior({"coef": coef}), expected, rtol=1e-12)

@@ -150,7 +150,12 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
         (number or K numbers).
     coef_precision, intercept_precision : optional
         Cumulative with features: as in :func:`crowd_models.models.two_coin.build_model`,
-        shared by the thresholds.
+        a number, array or matrix shared by the thresholds; ``"auto"`` (the
+        default): each threshold's own precision, chosen by the evidence of
+        its binary problem's crowd labels as :func:`two_coin.em
+        <crowd_models.models.two_coin.em>` chooses it (the EM's
+        ``attrs["coef_precision"]``, one per threshold; benchmarks/README.md,
+        ordinal_prior.py, has the leave-one-set-out table behind the default).
     bias_sd : float, optional
         Latent: sd of the Normal biases.
     noise_prior : (shape, rate), optional

@@ -48,7 +48,7 @@ from crowd_models._fits import posterior_of
 from crowd_models._text import warn
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import two_coin
+from crowd_models.models import _evidence, two_coin
 from crowd_models.models.ordinal.levels import (
     DEFAULT_PRIORS,
     level_coords,
@@ -112,7 +112,10 @@ def _beta_grid(value, name: str, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
 
 def _cumulative_priors(ann, sensitivity_prior, specificity_prior, prevalence_prior,
                        coef_precision, intercept_precision) -> list[dict]:
-    """One two-coin keyword set per threshold."""
+    """One two-coin keyword set per threshold. ``coef_precision`` is one value
+    for every threshold, or "auto" (each threshold's two-coin EM chooses its
+    own: :func:`em`; :func:`build_model` passes them on with
+    :func:`_with_precisions`)."""
     J, T = ann.n_annotators, ann.n_classes - 1
     sa, sb = _beta_grid(sensitivity_prior, "sensitivity_prior", (J, T))
     pa, pb = _beta_grid(specificity_prior, "specificity_prior", (J, T))
@@ -126,8 +129,16 @@ def _cumulative_priors(ann, sensitivity_prior, specificity_prior, prevalence_pri
                   intercept_precision=intercept_precision)
         out.append(kw)
     # the two-coin checks of the classifier priors, with their messages
-    two_coin.parse_priors(binary_annotations(ann, 0), **out[0])
+    auto = _evidence.is_auto(coef_precision)
+    two_coin.parse_priors(binary_annotations(ann, 0),
+                          **{**out[0], **({"coef_precision": 1.0} if auto else {})})
     return out
+
+
+def _with_precisions(pri_list, precisions) -> list[dict]:
+    """``pri_list`` with each threshold's ``coef_precision`` from ``precisions``
+    (one number per threshold: the ones :func:`em` chose at "auto")."""
+    return [{**kw, "coef_precision": float(a)} for kw, a in zip(pri_list, precisions, strict=True)]
 
 
 # ------------------------------------------------- cumulative: the pieces
@@ -242,7 +253,7 @@ def _cumulative_start(ann, priors_by_threshold) -> dict:
 
 def _build_cumulative(ann, pri_list) -> pm.Model:
     T = ann.n_classes - 1
-    pri = two_coin.parse_priors(binary_annotations(ann, 0), **pri_list[0])
+    pri = [two_coin.parse_priors(binary_annotations(ann, 0), **kw) for kw in pri_list]
     sa = np.stack([kw["sensitivity_prior"][0] for kw in pri_list], axis=-1)
     sb = np.stack([kw["sensitivity_prior"][1] for kw in pri_list], axis=-1)
     pa = np.stack([kw["specificity_prior"][0] for kw in pri_list], axis=-1)
@@ -266,15 +277,18 @@ def _build_cumulative(ann, pri_list) -> pm.Model:
             log_prior = pt.stack([pt.log1p(-prev), pt.log(prev)], axis=-1)[None]
         else:
             X = pm.Data("features", ann.features, dims=(D.ITEM, D.FEATURE))
-            gamma, tau = pri["gamma"], pri["tau"]
+            gammas = np.stack([p["gamma"] for p in pri])  # (threshold, feature, feature)
+            gamma, tau = gammas[0], pri[0]["tau"]
             cdims = (D.FEATURE, D.THRESHOLD)
-            if np.all(gamma == 0):
+            if np.all(gammas == 0):
                 coef = pm.Flat("coef", dims=cdims)
-            elif np.allclose(gamma, np.diag(np.diag(gamma))):
-                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(np.diag(gamma))[:, None],
-                                 dims=cdims)
+            elif all(np.allclose(g, np.diag(np.diag(g))) for g in gammas):
+                # a precision per feature and threshold ("auto": one per threshold)
+                sd = 1 / np.sqrt(np.diagonal(gammas, axis1=1, axis2=2).T)
+                coef = pm.Normal("coef", 0.0, sigma=sd, dims=cdims)
             else:
-                # each threshold's column ~ N(0, gamma^-1), independently
+                # each threshold's column ~ N(0, gamma^-1), independently (a matrix
+                # precision is the user's, one for every threshold)
                 coef = pm.MatrixNormal("coef", mu=np.zeros((len(gamma), T)),
                                        rowcov=np.linalg.inv(gamma), colcov=np.eye(T), dims=cdims)
             if tau == 0:
@@ -329,6 +343,12 @@ def build_model(
     annotations = annotations.standardized()
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
+    if _evidence.is_auto(coef_precision):
+        chosen = _evidence.resolved(coef_precision, annotations, lambda: em(
+            annotations, sensitivity_prior=sensitivity_prior,
+            specificity_prior=specificity_prior, prevalence_prior=prevalence_prior,
+            coef_precision=coef_precision, intercept_precision=intercept_precision))
+        pri_list = _with_precisions(pri_list, np.broadcast_to(chosen, len(pri_list)))
     return C.attach_protocol(_build_cumulative(annotations, pri_list), "ordinal", "cumulative",
                              start=_cumulative_start(annotations, pri_list), em=em,
                              annotations=annotations, arguments=locals())
@@ -360,7 +380,9 @@ def em(
 ) -> xr.Dataset:
     """The cumulative model's MAP-EM: K - 1 two-coin EMs (:func:`two_coin.em`), one
     per binary problem "level > c", each from its own majority-vote start
-    (``tol``, ``max_iter`` and ``accelerate`` are passed on).
+    (``tol``, ``max_iter`` and ``accelerate`` are passed on). With features and
+    ``coef_precision="auto"`` (the default) each of them chooses its own
+    precision by its crowd labels' evidence, as :func:`two_coin.em` does.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity`` (annotator, threshold),
@@ -372,7 +394,10 @@ def em(
     ``attrs``: ``log_posterior`` (the model's ``logp(jacobian=False)``, the sum
     over thresholds), ``log_likelihood`` (the composite one), ``n_iter``
     (the largest over thresholds), ``converged``, and the counts of
-    :func:`negative_differences` (``negative_cells``, ``negative_items``).
+    :func:`negative_differences` (``negative_cells``, ``negative_items``); at
+    "auto" with features ``coef_precision`` (a list, one per threshold),
+    ``evidence_rounds`` (the most any threshold took) and
+    ``evidence_converged`` (whether all settled).
     When the repair was needed (any negative difference) a ``UserWarning``
     gives those counts and points to the latent variant.
 
@@ -427,9 +452,20 @@ def em(
             "negative_cells": int(neg.sum()),
             "negative_items": int(neg.any(axis=1).sum()),
             "repair": "clip-and-renormalise",
+            **_evidence_attrs(fits),
         },
     )
     return ds.assign_coords({D.THRESHOLD: threshold_names(annotations)})
+
+
+def _evidence_attrs(fits) -> dict:
+    """At "auto", each threshold's chosen precision (``coef_precision``, a list
+    in threshold order), the most rounds any took and whether all settled."""
+    if "coef_precision" not in fits[0].attrs:
+        return {}
+    return {"coef_precision": [float(f.attrs["coef_precision"]) for f in fits],
+            "evidence_rounds": int(max(f.attrs["evidence_rounds"] for f in fits)),
+            "evidence_converged": int(all(f.attrs["evidence_converged"] for f in fits))}
 
 
 def simulated_confusion(sensitivity, specificity):

@@ -27,8 +27,9 @@ DEFAULT_PRIORS = _registry.default_priors("ordinal")
 
 Cumulative: the two-coin defaults for every threshold, Beta(3, 2) on
 sensitivity and specificity (a and b broadcast over (annotator, threshold)),
-``prevalence_prior=None`` = Beta(2, 2) on each P(level > c), N(0, 1)
-coefficients and N(0, 10^2) intercepts.
+``prevalence_prior=None`` = Beta(2, 2) on each P(level > c), N(0, 1 / alpha_c)
+coefficients with alpha_c each threshold's evidence precision
+(``coef_precision="auto"``) and N(0, 10^2) intercepts.
 
 Latent: ``prevalence_prior=None`` = symmetric Dirichlet(2); Normal(0,
 ``bias_sd`` = 1) biases (in level units); Gamma(shape 2, rate 1) noise (mode 1
