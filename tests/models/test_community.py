@@ -226,17 +226,24 @@ def test_nuts_chains_name_the_communities_as_the_map_does(small, small_model):
     """NUTS from the MAP: every chain names the communities as the MAP does (after
     the relabelling that sample applies), and the chains that needed it are listed.
 
-    Only the annotators a chain is sure of are compared: with 50 labels each, the
-    biased and spamming members are genuinely uncertain (posterior shares of
-    0.4-0.8, seed-dependent argmax), while the accurate ones are not."""
+    A chain names the communities as the MAP does when, of the six ways to rename
+    its three communities, keeping the names gives its members the most posterior
+    share in the MAP's community of each. Members are not compared one by one:
+    with 50 labels each the biased and spamming ones are genuinely uncertain, and
+    a chain can be sure of a member the MAP puts elsewhere (seen with an empty
+    compile cache, whose chains differ from a warm cache's)."""
     map_fit = cm.fit_map(small_model)
     idata = cm.sample(small_model, draws=300, tune=300, chains=2, random_seed=5,
                       start=map_fit)
     assert isinstance(idata.attrs["community_relabelled_chains"], list)
     reference = map_fit.posterior["community_prob"].values[0, 0].argmax(axis=1)
+    members = np.arange(reference.size)
     for chain in range(2):
         mean = idata.posterior["community_prob"].values[chain].mean(axis=0)
-        sure = mean.max(axis=1) >= 0.9
-        # enough sure members to tell a renamed chain (4 of 15 at this seed)
-        assert sure.sum() >= 3
-        np.testing.assert_array_equal(mean.argmax(axis=1)[sure], reference[sure])
+        share = {order: mean[members, np.asarray(order)[reference]].sum()
+                 for order in itertools.permutations(range(mean.shape[1]))}
+        best = max(share, key=share.get)
+        runner_up = max(v for k, v in share.items() if k != best)
+        assert best == tuple(range(mean.shape[1])), share
+        # a renamed chain would lose by several members (margin 0.8 to 4.1 seen)
+        assert share[best] > runner_up + 0.5, share
