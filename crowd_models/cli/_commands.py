@@ -40,6 +40,7 @@ from crowd_models.cli._output import (
     nuts_diagnostics,
     publish,
     publish_file,
+    write_csv,
 )
 from crowd_models.models import _registry
 
@@ -294,7 +295,7 @@ def _write_report(out: Path, csvs: dict, figure, fit, info: dict) -> None:
     def write(folder: Path) -> None:
         for name, table in csvs.items():
             if table is not None:
-                table.to_csv(folder / name)
+                write_csv(table, folder / name)
         if figure is not None:
             import matplotlib.pyplot as plt
 
@@ -402,7 +403,7 @@ def run_predict(args) -> int:
                     table[f"prob_{c}{suffix}"] = pred[name].values[:, k]
         what = f"{len(classes)} classes"
     try:
-        publish_file(out, table.to_csv)  # whole, or not at all
+        publish_file(out, lambda path: write_csv(table, path))  # whole, or not at all
     except OSError as err:
         raise OutputError(f"--out {str(out)!r} cannot be written: "
                           f"{err.strerror or err}.") from None
@@ -454,8 +455,8 @@ def run_demo(args, argv=None) -> int:
             **_diagnostic_attrs(diagnostics), "draws": draws, "tune": tune, "chains": chains,
             "random_seed": 2009}
     def write(folder: Path) -> None:
-        summary.to_csv(folder / "annotators.csv")
-        report.item_table(idata, ann).to_csv(folder / "items.csv")
+        write_csv(summary, folder / "annotators.csv")
+        write_csv(report.item_table(idata, ann), folder / "items.csv")
         ax = report.plot_annotators(idata, label_top=5)
         ax.figure.savefig(folder / "annotators.png", dpi=120, bbox_inches="tight")
         plt.close(ax.figure)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
@@ -14,7 +13,7 @@ from crowd_models._fits import (
     n_samples,
     summarise_draws,
 )
-from crowd_models.report._approximations import beta_sum_summary
+from crowd_models.report._approximations import beta_moments, beta_quantile, beta_sum_summary
 
 # ------------------------------------------------------ confusion matrices
 _CONFUSION_DIMS = (D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS)
@@ -144,10 +143,9 @@ def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
     a, b = (np.diagonal(x, axis1=1, axis2=2) for x in _beta_marginals(alpha))  # (J, K)
     tail = (1 - ci_prob) / 2
     for k, name in enumerate(names):
-        out[name] = {"mean": stats.beta.mean(a[:, k], b[:, k]),
-                     "sd": stats.beta.std(a[:, k], b[:, k]),
-                     "lower": stats.beta.ppf(tail, a[:, k], b[:, k]),
-                     "upper": stats.beta.ppf(1 - tail, a[:, k], b[:, k])}
+        mean, sd = beta_moments(a[:, k], b[:, k])
+        out[name] = {"mean": mean, "sd": sd, "lower": beta_quantile(tail, a[:, k], b[:, k]),
+                     "upper": beta_quantile(1 - tail, a[:, k], b[:, k])}
     if weights is not None:
         # rows are independent and the overall accuracy only involves their
         # diagonal cells: a weighted sum of independent Betas, whose mean and sd

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
@@ -15,7 +14,7 @@ from crowd_models._fits import (
     labels_per_annotator,
     posterior_of,
 )
-from crowd_models.report._approximations import beta_sum_summary
+from crowd_models.report._approximations import beta_quantile, beta_sum_summary
 from crowd_models.report._confusion import (
     _CONFUSION_DIMS,
     _aligned_confusion,
@@ -85,7 +84,7 @@ def _confusion_cells(fit, annotator, ci_prob: float):
         if len(cells) == 1 and alpha is not None:  # the approximation's mean and interval
             a, b = _beta_marginals(alpha)
             cells = (a[j] / (a[j] + b[j]))[None]
-            interval = (stats.beta.ppf(tail, a[j], b[j]), stats.beta.ppf(1 - tail, a[j], b[j]))
+            interval = (beta_quantile(tail, a[j], b[j]), beta_quantile(1 - tail, a[j], b[j]))
     elif "confusion_mean" in post and set(post["confusion_mean"].dims) == {
             *SAMPLE_DIMS, D.TRUE_CLASS, D.LABEL_CLASS}:
         mean_da = _aligned_confusion(post["confusion_mean"], "confusion_mean")

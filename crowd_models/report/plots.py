@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
+from scipy.special import ndtri
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
@@ -378,7 +378,7 @@ def _fill_bias_interval(post: xr.Dataset, table: pd.DataFrame,
     lower, upper = table["bias_lower"].to_numpy(float), table["bias_upper"].to_numpy(float)
     if "bias_conditional_sd" in post and post["bias_conditional_sd"].dims == (D.ANNOTATOR,):
         sd = post["bias_conditional_sd"].to_series().reindex(table.index).to_numpy(float)
-        z = stats.norm.ppf(0.5 + ci_prob / 2)
+        z = ndtri(0.5 + ci_prob / 2)
         gap = ~(np.isfinite(lower) & np.isfinite(upper))
         mean = table["bias_mean"].to_numpy(float)
         lower = np.where(gap, mean - z * sd, lower)

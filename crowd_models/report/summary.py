@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
-from scipy.special import logit
+from scipy.special import logit, ndtri
 
 from crowd_models import _dims as D
 from crowd_models._fits import (
@@ -29,6 +28,7 @@ from crowd_models.data import Annotations
 from crowd_models.inference import laplace_fit
 from crowd_models.report._approximations import (
     approximation,
+    gamma_quantile,
     gamma_root_summary,
     single_draw_summary,
 )
@@ -512,16 +512,18 @@ def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> 
     table = table.copy()
     a = em_fit["precision_alpha"].to_series().reindex(table.index).to_numpy()
     b = em_fit["precision_beta"].to_series().reindex(table.index).to_numpy()
-    table["precision_sd"] = stats.gamma.std(a, scale=1 / b)
-    table["precision_lower"] = stats.gamma.ppf(tail, a, scale=1 / b)
-    table["precision_upper"] = stats.gamma.ppf(1 - tail, a, scale=1 / b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["precision_sd"] = np.where((a > 0) & (b > 0) & np.isfinite(b), np.sqrt(a) / b,
+                                         np.nan)
+    table["precision_lower"] = gamma_quantile(tail, a, b)
+    table["precision_upper"] = gamma_quantile(1 - tail, a, b)
     if "sd_mean" in table:
         root = gamma_root_summary(a, b, ci_prob)
         for stat in ("sd", "lower", "upper"):
             table[f"sd_{stat}"] = root[stat]
     if "bias_conditional_sd" in em_fit and "bias_mean" in table:
         sd = em_fit["bias_conditional_sd"].to_series().reindex(table.index).to_numpy()
-        z = stats.norm.ppf(1 - tail)
+        z = ndtri(1 - tail)
         table["bias_sd"] = sd
         table["bias_lower"] = table["bias_mean"] - z * sd
         table["bias_upper"] = table["bias_mean"] + z * sd
@@ -592,7 +594,7 @@ def true_value_summary(fit, *, annotations: Annotations | None = None,
     mean, sd, items = item_draws(post, annotations)
     centre = mean.mean(axis=0)
     spread = np.sqrt(np.mean(sd ** 2, axis=0) + mean.var(axis=0))
-    z = stats.norm.ppf(0.5 + ci_prob / 2)
+    z = ndtri(0.5 + ci_prob / 2)
     table = pd.DataFrame({"mean": centre, "sd": spread, "lower": centre - z * spread,
                           "upper": centre + z * spread}, index=pd.Index(items, name=D.ITEM))
     if annotations is not None and annotations.gold is not None:

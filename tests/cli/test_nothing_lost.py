@@ -301,3 +301,33 @@ def test_a_single_file_is_replaced_whole_or_not_at_all(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_report_tables_are_written_with_the_cells_pandas_writes(tmp_path):
+    """The report's CSV writer (pyarrow's, for speed) against ``DataFrame.to_csv``:
+    every table reads back with the same dtypes and values, integral floats stay
+    floats, text needing quotes goes to pandas' writer, and the fast path is the one
+    taken on an ordinary table (its small floats are written in fixed notation)."""
+    from crowd_models.cli._output import write_csv
+
+    floats = [0.1, np.nan, np.inf, -np.inf, 1e-300, 1e22, 0.0, -0.0, 1e16, 2.0, 1e-5, 1 / 3]
+    n = len(floats)
+    plain = pd.DataFrame(
+        {"prob_0": floats, "whole": np.arange(n) * 1.0, "n_labels": np.arange(n),
+         "flag": [True, False] * (n // 2), "estimated_label": ["cat", "dog"] * (n // 2),
+         "gold": pd.Series(["cat", np.nan] * (n // 2), dtype=object),
+         "kind": pd.Categorical(["a", "b", "a"] * (n // 3)),
+         "code": pd.Series(["007", "NA"] * (n // 2), dtype="str")},
+        index=pd.Index([f"i{k:03d}" for k in range(n)], name="item"))
+    quoted = plain.assign(estimated_label=['a,b', 'say "hi"', "two\nlines"] * (n // 3))
+    unnamed = plain.rename_axis(None).set_axis([7 * k for k in range(n)])
+    for name, table in {"plain": plain, "quoted": quoted, "unnamed": unnamed}.items():
+        write_csv(table, tmp_path / f"{name}.csv")
+        table.to_csv(tmp_path / f"{name}_pandas.csv")
+        ours = pd.read_csv(tmp_path / f"{name}.csv", index_col=0)
+        theirs = pd.read_csv(tmp_path / f"{name}_pandas.csv", index_col=0)
+        pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
+        assert ours["whole"].dtype == np.float64
+    text = (tmp_path / "plain.csv").read_text()
+    assert "0.00001," in text and '"' not in text  # pyarrow's writer, unquoted
+    assert (tmp_path / "quoted.csv").read_bytes() == (tmp_path / "quoted_pandas.csv").read_bytes()
