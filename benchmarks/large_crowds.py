@@ -108,6 +108,34 @@ print(json.dumps(out))
 """
 
 
+TABLE_SCRIPT = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import pandas as pd
+import large_crowds as lc
+import crowd_models as cm
+from crowd_models.models import dawid_skene
+out = {"imports": lc.peak_bytes()}
+n_items, per_item, n_annotators, n_classes = map(int, sys.argv[2:6])
+sizes, annotator, label, truth = lc.narrow_crowd(n_items, per_item, n_annotators, n_classes)
+table = pd.DataFrame({"item": np.repeat(np.arange(n_items), sizes),
+                      "annotator": annotator.astype(np.int64), "label": label.astype(np.int64)})
+del sizes, annotator, label
+out["table"] = lc.peak_bytes()
+t = time.perf_counter()
+ann = cm.Annotations.from_frame(table)
+out["parse_s"] = time.perf_counter() - t
+t = time.perf_counter()
+fit = dawid_skene.em(ann, variant="full")
+out["em_s"] = time.perf_counter() - t
+out["peak"] = lc.peak_bytes()
+out["n_iter"] = int(fit.attrs["n_iter"])
+out["accuracy"] = float(np.mean(fit["item_class_prob"].values.argmax(-1) == truth))
+print(json.dumps(out))
+"""
+
+
 CHUNKED_SCRIPT = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -372,6 +400,20 @@ def memory_per_label(folder: Path, sizes: list[int]) -> None:
              peak_top[1] <= 1e9)
 
 
+def memory_in_memory_table(n: int) -> None:
+    """The issue's own setting: the table built in memory (int64 item, annotator and
+    label columns, as a user's DataFrame of codes), then from_frame + full
+    Dawid-Skene EM, in its own process."""
+    n_items = n // 10
+    out = json.loads(run([sys.executable, "-c", TABLE_SCRIPT, str(Path(__file__).parent),
+                          str(n_items), "10", str(max(n // 1000, 20)), "5"])[0].stdout)
+    print(f"       {n:,} labels built in memory: table {out['table'] / 1e9:.3f} GB, from_frame "
+          f"{out['parse_s']:.2f} s, EM {out['em_s']:.2f} s ({out['n_iter']} iterations, "
+          f"accuracy {out['accuracy']:.4f}), peak {out['peak'] / 1e9:.3f} GB", flush=True)
+    line(f"{n:.0e} labels in memory: peak with the table", f"{out['peak'] / 1e9:.3f} GB",
+         "<= 1.0 GB", out["peak"] <= 1e9)
+
+
 def _design(n: int) -> tuple[int, int, int, int]:
     """(items, labels per item, annotators, classes) for n labels: 10 per item, 5 classes,
     1,000 labels per annotator up to 10^4 annotators (10^7 labels; memory_per_label's
@@ -468,6 +510,7 @@ def main() -> None:
     if args.chunked is None:
         cli_against_python(folder, 20_000 if args.quick else 200_000)
         memory_per_label(folder, [10**5, 10**6] if args.quick else [10**5, 10**6, 10**7])
+        memory_in_memory_table(10**6 if args.quick else 10**7)
     sizes = [int(n) for n in args.chunked or ([1e5, 1e6] if args.quick else
                                               [1e5, 1e6, 1e7, 3e7, 1e8])]
     chunked = chunked_per_label(sizes, 10**7, args.chunk_items, args.family)

@@ -115,7 +115,7 @@ def run_em(joint_fn, m_step, params: dict, *, tol: float, max_iter: int, objecti
     """
 
     def em_map(prm):
-        prob, _ = posterior_from_joint(joint_fn(prm))
+        prob, _ = posterior_from_joint(joint_fn(prm), overwrite=True)  # a new array each call
         return m_step(prob, prm)
 
     return iterate_em_map(

@@ -232,7 +232,7 @@ def _log_posterior(ann, params, pri) -> float:
     """The objective of EM and of find_MAP (no Jacobian): the marginal
     log-likelihood of the labels, the mixture prior of every annotator's
     confusion logits, and the priors of the rest."""
-    _, item_ll = C.posterior_from_joint(_joint(ann, params))
+    _, item_ll = C.posterior_from_joint(_joint(ann, params), overwrite=True)
     logits = _member_logits(params, pri)
     top = logits.max(axis=1, keepdims=True)
     lp = float(np.sum(np.log(np.exp(logits - top).sum(axis=1)) + top[:, 0]))
@@ -461,7 +461,7 @@ def em(
         objective=lambda prm: _log_posterior(annotations, prm, pri),
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     derived = _derived(params, pri)
     alpha = C.dirichlet_rows(derived["confusion"], C.expected_counts(annotations, prob),
                              pri["spread"])

@@ -256,7 +256,7 @@ def _log_prior_params(params, pri, variant):
 def _log_posterior(ann, params, pri, variant) -> float:
     """The log posterior EM climbs and find_MAP maximises (no Jacobian): the
     marginal log-likelihood of the labels plus the log prior."""
-    _, item_ll = C.posterior_from_joint(_joint(ann, params))
+    _, item_ll = C.posterior_from_joint(_joint(ann, params), overwrite=True)
     return float(item_ll.sum()) + _log_prior_params(params, pri, variant)
 
 
@@ -476,7 +476,7 @@ def _empirical_spread(ann, pri, tol=1e-3):
     params, _, _ = _pooled_em(ann, pri, SPREAD_REFERENCE, params, tol=1e-7, max_iter=10_000,
                               accelerate=True)
     full = _with_pooled_confusion(params, SPREAD_REFERENCE, pri)
-    prob, _ = C.posterior_from_joint(_joint(ann, full))
+    prob, _ = C.posterior_from_joint(_joint(ann, full), overwrite=True)
     return _best_spread(C.expected_counts(ann, prob), pri, params, tol)
 
 
@@ -837,7 +837,7 @@ def em(
                   else _m_step(annotations, start, pri, variant))
         params, n_iter, converged = _run_em(annotations, pri, variant, params, tol, max_iter,
                                             accelerate)
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,
         extra=_conjugate(annotations, prob, pri, variant),
@@ -889,7 +889,7 @@ def _evidence_em(ann, pri, variant, start, tol, max_iter, accelerate):
                       else _m_step(reduced, start, pri_a, variant))
         params, n_iter, converged = _run_em(reduced, pri_a, variant, params, tol, max_iter,
                                             accelerate)
-        prob, _ = C.posterior_from_joint(_joint(reduced, params))
+        prob, _ = C.posterior_from_joint(_joint(reduced, params), overwrite=True)
         prior = softmax(X @ params["coef"] + params["intercept"], axis=1)
         n_iter += 0 if previous is None else previous[1]
         return (params, n_iter, converged), _evidence.next_precision(
@@ -982,7 +982,7 @@ def _em_pooled(annotations, pri, spread, start, tol, max_iter, accelerate):
     advantage = pri["population"][0]
     params["confusion_mean"] = softmax(params["population_logit"] + advantage * (
         np.eye(K) - 1.0 / K), axis=-1)
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     alpha = C.dirichlet_rows(params["confusion"], C.expected_counts(annotations, prob), spread)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,

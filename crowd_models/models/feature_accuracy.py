@@ -227,7 +227,7 @@ def _log_prior_params(params, pri):
 
 
 def _log_posterior(annotations, params, pri):
-    _, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    _, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     ll = float(item_ll.sum())
     return ll + _log_prior_params(params, pri), ll
 
@@ -337,7 +337,7 @@ def _run_em(annotations, pri, *, n_restarts, rng, tol, restart_tol, max_iter,
         if lp > best_lp:
             best, best_lp = params, lp
     params, n_iter, converged = run(best, tol)
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     params, prob1, flipped = _resolve_sign(annotations, params, prob[:, 1])
     prob = np.stack([1 - prob1, prob1], axis=1)
     info = {"restart_lps": restart_lps, "flipped": flipped, "n_iter": n_iter,

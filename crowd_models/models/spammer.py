@@ -156,7 +156,7 @@ def _m_step_counts(counts, totals, pri, previous):
 def _log_posterior(ann, params, pri) -> float:
     """The objective of EM and of find_MAP (no Jacobian): marginal log-likelihood
     plus log prior."""
-    _, item_ll = C.posterior_from_joint(_joint(ann, params))
+    _, item_ll = C.posterior_from_joint(_joint(ann, params), overwrite=True)
     return float(item_ll.sum() + _log_prior(params, pri))
 
 
@@ -310,7 +310,7 @@ def em(
         objective=lambda prm: _log_posterior(annotations, prm, pri),
         supports=_EM_SUPPORTS, accelerate=accelerate,
     )
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     return _dataset(annotations, params, prob, C.expected_counts(annotations, prob), pri,
                     float(item_ll.sum()), _log_posterior(annotations, params, pri),
                     n_iter, converged)

@@ -145,7 +145,7 @@ def _log_prior_params(params, pri):
 def _log_posterior(annotations, params, pri) -> float:
     """The log posterior EM climbs and find_MAP maximises (no Jacobian): the
     marginal log-likelihood of the labels plus the log prior."""
-    _, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    _, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     return float(item_ll.sum()) + _log_prior_params(params, pri)
 
 
@@ -507,7 +507,7 @@ def em(
     else:
         params, n_iter, converged = _run_em(annotations, pri, _start(annotations, pri), tol,
                                             max_iter, accelerate)
-    prob, item_ll = C.posterior_from_joint(_joint(annotations, params))
+    prob, item_ll = C.posterior_from_joint(_joint(annotations, params), overwrite=True)
     loglik = float(item_ll.sum())
     return _dataset(annotations, {**params, "item_class_prob": prob},
                     _counts(annotations, prob[:, 1]), pri, {
@@ -576,7 +576,7 @@ def _evidence_em(annotations, pri, tol, max_iter, accelerate):
         pri_a = {**pri, "gamma": np.eye(d) * alpha}
         start = _start(reduced, pri_a) if previous is None else previous[0]
         params, n_iter, converged = _run_em(reduced, pri_a, start, tol, max_iter, accelerate)
-        prob, _ = C.posterior_from_joint(_joint(reduced, params))
+        prob, _ = C.posterior_from_joint(_joint(reduced, params), overwrite=True)
         prior = np.exp(_log_prior_classes(params, X))
         curvature = _evidence.crowd_curvature(prior, prob)[:, 1:, 1:]
         n_iter += 0 if previous is None else previous[1]

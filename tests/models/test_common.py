@@ -65,6 +65,7 @@ def test_posterior_from_joint_is_a_log_sum_exp():
     joint[2] = [-1e4, -1e4 - 1, -1e4 + 2, -1e4]  # underflows without the max taken out
     joint[3] = [-5.0, -900.0, -2.0, -3.0]  # overflows if the row's minimum is taken out
     joint[4, 1] = -np.inf  # an impossible class
+    original = joint.copy()
     prob, ll = C.posterior_from_joint(joint)
     # (np.logaddexp, not scipy's logsumexp: its first call imports the array-API
     # backends, JAX among them, which takes seconds)
@@ -74,6 +75,12 @@ def test_posterior_from_joint_is_a_log_sum_exp():
                                atol=1e-300)
     assert prob[4, 1] == 0.0
     np.testing.assert_allclose(prob.sum(1), 1.0, rtol=1e-14)
+    # overwrite: the same numbers in the joint's own memory; without it the joint stays
+    np.testing.assert_array_equal(joint, original)
+    again, ll_again = C.posterior_from_joint(joint, overwrite=True)
+    assert again is joint
+    np.testing.assert_array_equal(again, prob)
+    np.testing.assert_array_equal(ll_again, ll)
     # a row with no possible class has log-likelihood -inf (its probabilities are 0/0)
     with np.errstate(invalid="ignore"):
         _, ll = C.posterior_from_joint(np.full((1, 3), -np.inf))

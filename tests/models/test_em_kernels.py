@@ -29,11 +29,12 @@ def _reference_counts(ann, prob):
     return out
 
 
-def _ragged(K, rng, n_items=60, n_annotators=9):
+def _ragged(K, rng, n_items=60, n_annotators=9, in_item_order=False):
     """Hand-made codes: a random subset of the (item, annotator) cells labelled,
     repeats (the same annotator labelling an item twice), item 0 with one label,
     item 1 with none, annotators 0 and the last with no labels, annotator
-    1 labelling a single item."""
+    1 labelling a single item; rows in no particular order, or in item order
+    (where ``_label_counts`` builds its CSR arrays directly)."""
     cells = rng.random((n_items, n_annotators)) < 0.35
     cells[:, [0, n_annotators - 1]] = False
     cells[:, 1] = False
@@ -46,7 +47,8 @@ def _ragged(K, rng, n_items=60, n_annotators=9):
     repeat[item_idx == 0] = False  # item 0 keeps exactly one label
     item_idx = np.r_[item_idx, item_idx[repeat]]
     annotator_idx = np.r_[annotator_idx, annotator_idx[repeat]]
-    order = rng.permutation(len(item_idx))  # rows in no particular order
+    order = (np.argsort(item_idx, kind="stable") if in_item_order
+             else rng.permutation(len(item_idx)))
     return Annotations(
         item_idx=item_idx[order].astype(np.int64),
         annotator_idx=annotator_idx[order].astype(np.int64),
@@ -63,31 +65,33 @@ def _simulated(K, rng, n_items=300, n_annotators=12, labels_per_item=4):
 
 
 @pytest.mark.parametrize("K", [2, 3, 5, 7])
-@pytest.mark.parametrize("kind", ["ragged", "simulated"])
+@pytest.mark.parametrize("kind", ["ragged", "ragged in item order", "simulated"])
 def test_item_joint_np_matches_reference(K, kind):
     rng = np.random.default_rng(10 * K + len(kind))
-    ann = _ragged(K, rng) if kind == "ragged" else _simulated(K, rng)
+    ann = (_simulated(K, rng) if kind == "simulated"
+           else _ragged(K, rng, in_item_order=kind != "ragged"))
     log_conf = np.log(rng.dirichlet(np.ones(K), (ann.n_annotators, K)))
     got = C.item_joint_np(log_conf, ann)
     assert got.shape == (ann.n_items, K) and got.dtype == np.float64
     np.testing.assert_allclose(got, _reference_joint(log_conf, ann), rtol=1e-12, atol=1e-12)
-    if kind == "ragged":
+    if kind != "simulated":
         assert np.all(got[1] == 0.0)  # no labels
         np.testing.assert_array_equal(got[0], log_conf[2, :, ann.labels[ann.item_idx == 0][0]])
 
 
 @pytest.mark.parametrize("K", [2, 3, 5, 7])
-@pytest.mark.parametrize("kind", ["ragged", "simulated"])
+@pytest.mark.parametrize("kind", ["ragged", "ragged in item order", "simulated"])
 def test_expected_counts_matches_reference(K, kind):
     rng = np.random.default_rng(10 * K + len(kind) + 1)
-    ann = _ragged(K, rng) if kind == "ragged" else _simulated(K, rng)
+    ann = (_simulated(K, rng) if kind == "simulated"
+           else _ragged(K, rng, in_item_order=kind != "ragged"))
     prob = rng.dirichlet(np.ones(K), ann.n_items)
     got = C.expected_counts(ann, prob)
     assert got.shape == (ann.n_annotators, K, K) and got.dtype == np.float64
     np.testing.assert_allclose(got, _reference_counts(ann, prob), rtol=1e-12, atol=1e-12)
     # every label is counted once, spread over the true classes
     np.testing.assert_allclose(got.sum(axis=(1, 2)), ann.n_labels(), rtol=1e-12)
-    if kind == "ragged":
+    if kind != "simulated":
         assert np.all(got[0] == 0.0) and np.all(got[-1] == 0.0)  # annotators with no labels
 
 
@@ -127,6 +131,15 @@ def test_label_counts_cached_per_object():
     np.add.at(dense, (ann.item_idx, ann.annotator_idx * 4 + ann.labels), 1.0)
     np.testing.assert_array_equal(X.toarray(), dense)
     assert X.has_canonical_format
+    # the same labels in item order (the CSR arrays built directly): the same matrix
+    ordered = _ragged(4, np.random.default_rng(5), in_item_order=True)
+    assert np.all(np.diff(ordered.item_idx) >= 0) and len(ordered.item_idx) == len(ann.item_idx)
+    X_ordered = C._label_counts(ordered)
+    assert X_ordered.has_canonical_format and X_ordered.dtype == np.float64
+    dense = np.zeros_like(dense)
+    np.add.at(dense, (ordered.item_idx, ordered.annotator_idx * 4 + ordered.labels), 1.0)
+    np.testing.assert_array_equal(X_ordered.toarray(), dense)
+    assert dense.max() == 2  # a repeated label, summed into one entry
     # a selection is a new object with its own matrix
     sub = ann.select(ann.annotator_idx != 2)
     X_sub = C._label_counts(sub)
