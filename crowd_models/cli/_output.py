@@ -199,13 +199,12 @@ def write_csv(table: pd.DataFrame, path) -> None:
         import pyarrow.csv as pcsv
     except ImportError:
         return table.to_csv(path)
-    frame = table.reset_index()
     names = [table.index.name or "", *table.columns]
     if (table.index.nlevels > 1 or table.columns.nlevels > 1
             or not all(isinstance(n, str) for n in names) or len(set(names)) < len(names)):
         return table.to_csv(path)
     columns = []
-    for _, col in frame.items():
+    for col in (pd.Series(table.index), *(table.iloc[:, j] for j in range(table.shape[1]))):
         kind = col.dtype.kind if isinstance(col.dtype, np.dtype) else None
         if kind in ("i", "u"):
             columns.append(pa.array(col.to_numpy()))

@@ -321,7 +321,9 @@ def test_report_tables_are_written_with_the_cells_pandas_writes(tmp_path):
         index=pd.Index([f"i{k:03d}" for k in range(n)], name="item"))
     quoted = plain.assign(estimated_label=['a,b', 'say "hi"', "two\nlines"] * (n // 3))
     unnamed = plain.rename_axis(None).set_axis([7 * k for k in range(n)])
-    for name, table in {"plain": plain, "quoted": quoted, "unnamed": unnamed}.items():
+    clash = plain.rename(columns={"flag": "item"})  # a column named as the index
+    for name, table in {"plain": plain, "quoted": quoted, "unnamed": unnamed,
+                        "clash": clash}.items():
         write_csv(table, tmp_path / f"{name}.csv")
         table.to_csv(tmp_path / f"{name}_pandas.csv")
         ours = pd.read_csv(tmp_path / f"{name}.csv", index_col=0)
