@@ -75,12 +75,25 @@ def beta_quantile(q, a, b) -> np.ndarray:
 
 
 def gamma_quantile(q, shape, rate) -> np.ndarray:
-    """``scipy.stats.gamma.ppf(q, shape, scale=1 / rate)``: NaN where the shape or the
-    rate is not positive and finite, as there."""
+    """``scipy.stats.gamma.ppf(q, shape, scale=1 / rate)``, NaN where scipy's is
+    (a shape not positive and finite, a scale 1 / rate not positive)."""
+    shape, scale, valid = _gamma_parameters(shape, rate)
+    with np.errstate(invalid="ignore"):
+        return np.where(valid, gammaincinv(shape, q) * scale, np.nan)
+
+
+def gamma_sd(shape, rate) -> np.ndarray:
+    """``scipy.stats.gamma.std(shape, scale=1 / rate)``, NaN where scipy's is."""
+    shape, scale, valid = _gamma_parameters(shape, rate)
+    with np.errstate(invalid="ignore"):
+        return np.where(valid, np.sqrt(shape) * scale, np.nan)
+
+
+def _gamma_parameters(shape, rate):
     shape, rate = np.asarray(shape, dtype=float), np.asarray(rate, dtype=float)
-    valid = (shape > 0) & (rate > 0) & np.isfinite(rate)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(valid, gammaincinv(shape, q) / rate, np.nan)
+        scale = 1 / rate
+        return shape, scale, (shape > 0) & (scale > 0) & np.isfinite(shape)
 
 
 def beta_moments(a, b) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ from crowd_models.report._approximations import (
     approximation,
     gamma_quantile,
     gamma_root_summary,
+    gamma_sd,
     single_draw_summary,
 )
 from crowd_models.report._confusion import _accuracy_summaries, _confusion_of, _is_one_coin
@@ -512,9 +513,7 @@ def conditional_intervals(table: pd.DataFrame, em_fit, ci_prob: float = 0.9) -> 
     table = table.copy()
     a = em_fit["precision_alpha"].to_series().reindex(table.index).to_numpy()
     b = em_fit["precision_beta"].to_series().reindex(table.index).to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        table["precision_sd"] = np.where((a > 0) & (b > 0) & np.isfinite(b), np.sqrt(a) / b,
-                                         np.nan)
+    table["precision_sd"] = gamma_sd(a, b)
     table["precision_lower"] = gamma_quantile(tail, a, b)
     table["precision_upper"] = gamma_quantile(1 - tail, a, b)
     if "sd_mean" in table:

@@ -11,7 +11,13 @@ from scipy import stats
 import crowd_models as cm
 from crowd_models import report
 from crowd_models.models import continuous, dawid_skene, two_coin
-from crowd_models.report._approximations import beta_sum_summary
+from crowd_models.report._approximations import (
+    beta_moments,
+    beta_quantile,
+    beta_sum_summary,
+    gamma_quantile,
+    gamma_sd,
+)
 
 from ..conftest import assert_estimates_inside_intervals, beta_sum_quantiles
 
@@ -76,6 +82,27 @@ def test_beta_sum_summary_of_one_term_is_that_beta():
     for end, q in (("lower", 0.05), ("upper", 0.95)):
         np.testing.assert_allclose(summary[end], 0.7 * stats.beta.ppf(q, a[:, 1], b[:, 1]),
                                    rtol=1e-9)
+
+
+def test_closed_forms_are_scipy_stats_without_importing_it():
+    """The report's Beta and Gamma quantiles, Gamma sd and Beta moments (scipy.special, so
+    that a command line need not import scipy.stats) against scipy.stats itself,
+    parameters at and beyond their edges included (NaN where scipy gives NaN)."""
+    values = np.array([0.0, 1e-300, 1e-3, 0.5, 1.0, 10.0, 1e6, np.nan, -1.0])
+    a, b = (x.ravel() for x in np.meshgrid(values, values))
+    with np.errstate(all="ignore"):
+        for q in (0.0, 0.05, 0.5, 0.95, 1.0):
+            np.testing.assert_allclose(beta_quantile(q, a, b), stats.beta.ppf(q, a, b),
+                                       rtol=1e-13, atol=0)
+            np.testing.assert_allclose(gamma_quantile(q, a, b),
+                                       stats.gamma.ppf(q, a, scale=1 / b), rtol=1e-13, atol=0)
+        sd, expected = gamma_sd(a, b), stats.gamma.std(a, scale=1 / b)
+        overflow = np.isinf(expected) & (b == 1e-300)  # scipy's variance overflows there
+        np.testing.assert_allclose(sd[~overflow], expected[~overflow], rtol=1e-11, atol=0)
+        assert np.all(sd[overflow] > 1e298)
+        mean, sd = beta_moments(a, b)
+        np.testing.assert_allclose(mean, stats.beta.mean(a, b), rtol=1e-13, atol=0)
+        np.testing.assert_allclose(sd, stats.beta.std(a, b), rtol=1e-12, atol=0)
 
 
 def test_beta_sum_summary_rejects_negative_weights():
@@ -161,3 +188,17 @@ def test_continuous_em_sd_interval_is_its_gamma_mapped_by_one_over_sqrt(em_fits)
     sd = draws.std(0)
     for column, value in (("mean", draws.mean(0)), ("sd", sd)):
         assert np.all(np.abs(table[f"sd_{column}"].to_numpy() - value) < 0.05 * sd), column
+
+
+def test_the_report_does_not_import_scipy_stats():
+    """The report's tables and figures take their Beta and Gamma quantiles from
+    scipy.special: importing it (as every command line does) leaves scipy.stats,
+    half a second of import, unloaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys, crowd_models.report, crowd_models.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", out.stdout
