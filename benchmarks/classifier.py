@@ -315,10 +315,10 @@ def gi(max_iter, n_splits=50):
     full = cm.datasets.load_gi_lesions("3class", features="all", light="paper")
     every = dict(zip(full.items, full.features, strict=True))
     classifiers = {"LR C=1": LogisticRegression(C=1.0, max_iter=2000)}
+    splits = [cm.datasets.load_gi_lesions_split(k, run="table7") for k in range(1, n_splits + 1)]
     for features in ("paper", "all"):
         rows = []
-        for k in range(1, n_splits + 1):
-            split = cm.datasets.load_gi_lesions_split(k, run="table7")
+        for split in splits:
             train, test = split["train"], split["test_features"]
             if features == "all":
                 X_train = np.stack([every[i] for i in train.items])

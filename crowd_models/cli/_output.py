@@ -184,7 +184,7 @@ def _swap(new: Path, target: Path) -> Path:
 def write_csv(table: pd.DataFrame, path) -> None:
     """``table.to_csv(path)``: the same cells as pandas writes, through pyarrow's CSV
     writer where the table allows (flat, distinct column names; numbers, booleans and
-    text), pandas' own writer otherwise.
+    text without a separator, quote or line break), pandas' own writer otherwise.
 
     pandas formats each float in Python (2.2 s for the 200,000-item table of a
     2·10^6-label crowd; here 0.2 s). pyarrow writes a float in its shortest
@@ -193,16 +193,32 @@ def write_csv(table: pd.DataFrame, path) -> None:
     file reads back with pandas' dtypes and values; a missing value is an empty
     cell either way.
     """
+    arrow = _arrow_table(table)
+    if arrow is not None:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        try:  # unquoted, as pandas writes cells without a separator, quote or line break
+            pcsv.write_csv(arrow, path, pcsv.WriteOptions(quoting_style="none",
+                                                          quoting_header="none"))
+            return
+        except pa.ArrowInvalid:  # a cell needs quotes, and pyarrow would quote every text
+            pass
+    table.to_csv(path)
+
+
+def _arrow_table(table: pd.DataFrame):
+    """The index and columns of ``table`` as a pyarrow Table of the cells pandas
+    writes, or None where pyarrow is missing or a name or dtype is beyond it."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.csv as pcsv
     except ImportError:
-        return table.to_csv(path)
+        return None
     names = [table.index.name or "", *table.columns]
     if (table.index.nlevels > 1 or table.columns.nlevels > 1
             or not all(isinstance(n, str) for n in names) or len(set(names)) < len(names)):
-        return table.to_csv(path)
+        return None
     columns = []
     for col in (pd.Series(table.index), *(table.iloc[:, j] for j in range(table.shape[1]))):
         kind = col.dtype.kind if isinstance(col.dtype, np.dtype) else None
@@ -226,13 +242,8 @@ def write_csv(table: pd.DataFrame, path) -> None:
             text[pd.isna(values)] = None
             columns.append(pa.array(text, type=pa.string()))
         else:  # dates, intervals, nullable extension types: pandas' own formatting
-            return table.to_csv(path)
-    arrow = pa.table(columns, names=names)
-    try:  # unquoted, as pandas writes cells without a separator, quote or line break
-        pcsv.write_csv(arrow, path, pcsv.WriteOptions(quoting_style="none",
-                                                      quoting_header="none"))
-    except pa.ArrowInvalid:  # pyarrow would quote every text: pandas' writer
-        table.to_csv(path)
+            return None
+    return pa.table(columns, names=names)
 
 
 def _continuous_scores(table: pd.DataFrame) -> str | None:
