@@ -19,7 +19,9 @@ Gaussian noise; the true value a linear regression on the features), and
 A held-out fold's ``Y`` is crowd labels too, so the estimator's ``score``
 measures agreement with them (the regressor's: R^2 against every present
 label); :func:`gold_scorer` scores a classifier against gold labels instead, in
-``cross_val_score`` or a grid search.
+``cross_val_score`` or a grid search, and :func:`crowd_log_likelihood` scores it
+without gold, by how probable it makes the held-out items' crowd labels (a
+grid search then chooses a classifier's regularisation from the crowd alone).
 
 This module needs scikit-learn (the ``dev`` or ``case-studies`` extra);
 ``import crowd_models`` does not load it.
@@ -30,16 +32,17 @@ from __future__ import annotations
 from importlib import import_module
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss, r2_score
+from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from crowd_models._crowd_matrix import class_labels, label_matrix, numeric_labels, present_labels
+from crowd_models._scorers import crowd_log_likelihood, gold_scorer
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 from crowd_models.models import _registry
 
-__all__ = ["CrowdClassifier", "CrowdRegressor", "gold_scorer"]
+__all__ = ["CrowdClassifier", "CrowdRegressor", "crowd_log_likelihood", "gold_scorer"]
 
 FAMILIES = ("dawid_skene", "two_coin")
 """The families :class:`CrowdClassifier` fits (the categorical ones with a
@@ -76,7 +79,8 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         Otherwise an estimator with ``fit(X, y, sample_weight=)`` and
         ``predict_proba``, cloned and trained on the soft labels at each EM
         step, which gets the features as given (put a ``StandardScaler`` before
-        this estimator in a ``Pipeline`` where it needs them scaled).
+        this estimator in a ``Pipeline`` where it needs them scaled, or give a
+        ``Pipeline`` here: the weights go to its last step).
     variant : str, default "full"
         The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
         ``classifier``); two-coin has none.
@@ -118,7 +122,9 @@ sensitivity_prior, specificity_prior : optional
     its ``check_estimator`` passes (the test lists the checks that cannot
     apply, and why). ``score(X, Y)`` is the share of the given labels that
     the predictions agree with (the accuracy for a 1-D ``y``); score against
-    gold with :func:`gold_scorer`. For ``cross_val_score`` pass a splitter
+    gold with :func:`gold_scorer`, and choose a prior or a ``classifier``'s
+    parameter without gold with :func:`crowd_log_likelihood` as the scorer of
+    a grid search. For ``cross_val_score`` pass a splitter
     (``cv=KFold(5, shuffle=True)``): scikit-learn cannot stratify a label
     matrix with missing entries.
 
@@ -185,7 +191,7 @@ sensitivity_prior, specificity_prior : optional
         """
         module, options = self._em_options()
         X = validate_data(self, X, reset=True, dtype=float)
-        matrix = _class_labels(_label_matrix(Y, len(X), "CrowdClassifier"))
+        matrix = class_labels(label_matrix(Y, len(X), "CrowdClassifier"))
         annotations = Annotations.from_wide(matrix, features=X)
         if annotations.n_classes < 2:
             raise ValueError(f"Y holds one class, {listing(annotations.classes)}; a classifier "
@@ -295,8 +301,8 @@ sensitivity_prior, specificity_prior : optional
         >>> CrowdClassifier(family="two_coin").fit(ann.features, Y).score(ann.features, Y)
         """
         predicted = self.predict(X)
-        matrix = _class_labels(_label_matrix(y, len(predicted), "CrowdClassifier"))
-        labels, rows, weight = _present_labels(matrix, sample_weight)
+        matrix = class_labels(label_matrix(y, len(predicted), "CrowdClassifier"))
+        labels, rows, weight = present_labels(matrix, sample_weight)
         return float(np.sum(weight * (labels == predicted[rows])) / np.sum(weight))
 
     def _em_options(self):
@@ -447,7 +453,7 @@ intercept_precision, label_scale : optional
 
         options = self._em_options()
         X = validate_data(self, X, reset=True, dtype=float, ensure_min_samples=2)
-        matrix = _numeric_labels(_label_matrix(Y, len(X), "CrowdRegressor"))
+        matrix = numeric_labels(label_matrix(Y, len(X), "CrowdRegressor"))
         self.fit_ = continuous.em(Annotations.from_wide(matrix, features=X, continuous=True),
                               **options)
         self.truth_ = self.fit_["true_value"].values[0, 0]
@@ -521,8 +527,8 @@ intercept_precision, label_scale : optional
         >>> CrowdRegressor().fit(ann.features, Y).score(ann.features, Y)
         """
         predicted = self.predict(X)
-        matrix = _numeric_labels(_label_matrix(y, len(predicted), "CrowdRegressor"))
-        labels, rows, weight = _present_labels(matrix, sample_weight)
+        matrix = numeric_labels(label_matrix(y, len(predicted), "CrowdRegressor"))
+        labels, rows, weight = present_labels(matrix, sample_weight)
         return float(r2_score(labels.astype(float), predicted[rows], sample_weight=weight))
 
     def _em_options(self):
@@ -548,139 +554,3 @@ intercept_precision, label_scale : optional
         options = {name: getattr(self, name) for name in _CONTINUOUS_KEYWORDS
                    if getattr(self, name) is not None}
         return {**options, "bias": bool(self.bias), "scale": bool(self.scale)}
-
-
-def _label_matrix(Y, n_samples: int, estimator: str) -> pd.DataFrame:
-    """``Y`` as an items x annotators DataFrame indexed 0..n-1 (its rows are X's by
-    position), annotators without a label dropped; sklearn-style errors that name
-    ``estimator``."""
-    if Y is None:
-        raise ValueError(f"{estimator} requires y to be passed, but the target y is None: "
-                         f"give Y, the items x annotators label matrix.")
-    if isinstance(Y, pd.Series):
-        matrix = Y.to_frame(name=0 if Y.name is None else Y.name)
-    elif isinstance(Y, pd.DataFrame):
-        matrix = Y
-    else:
-        values = np.asarray(Y, dtype=object) if not isinstance(Y, np.ndarray) else Y
-        if values.ndim == 1:
-            values = values[:, None]
-        if values.ndim != 2:
-            raise ValueError(f"Y must be an (n_samples, n_annotators) label matrix or a 1-D y, "
-                             f"got an array of shape {values.shape}.")
-        matrix = pd.DataFrame(values)
-    if len(matrix) != n_samples:
-        raise ValueError(f"Found input variables with inconsistent numbers of samples: X has "
-                         f"{n_samples} rows and Y {len(matrix)}; Y's rows are X's items.")
-    matrix = matrix.set_axis(pd.RangeIndex(n_samples), axis=0)
-    present = matrix.notna()
-    unlabelled = np.flatnonzero(~present.any(axis=1).to_numpy())
-    if len(unlabelled):
-        raise ValueError(f"Y has no label for {len(unlabelled)} sample(s) (rows "
-                         f"{listing(unlabelled.tolist())}); every item needs at least one "
-                         f"annotator's label: drop those rows from X and Y.")
-    return matrix.loc[:, present.any(axis=0).to_numpy()]
-
-
-def _class_labels(matrix: pd.DataFrame) -> pd.DataFrame:
-    """``matrix`` unchanged, refused when its labels are non-integer numbers."""
-    values = pd.Series(matrix.to_numpy(dtype=object)[matrix.notna().to_numpy()])
-    numeric = pd.to_numeric(values, errors="coerce")
-    if numeric.notna().all() and not np.all(numeric == np.round(numeric)):
-        raise ValueError("Unknown label type: continuous. CrowdClassifier takes class labels "
-                         "(integers or text); Y holds non-integer numbers.")
-    return matrix
-
-
-def _numeric_labels(matrix: pd.DataFrame) -> pd.DataFrame:
-    """``matrix`` as floats (NaN where missing), refused when a label is not a number."""
-    present = matrix.notna().to_numpy()
-    values = pd.Series(matrix.to_numpy(dtype=object)[present])
-    numeric = pd.to_numeric(values, errors="coerce").astype(float)
-    bad = values[~np.isfinite(numeric.to_numpy())]  # not a number, NaN or infinite
-    if len(bad):
-        raise ValueError(f"CrowdRegressor takes numeric labels; Y holds {len(bad)} that are "
-                         f"not finite numbers ({listing(bad.unique()[:5].tolist())}): convert "
-                         f"them, or use CrowdClassifier for class labels.")
-    out = np.full(present.shape, np.nan)
-    out[present] = numeric.to_numpy()
-    return pd.DataFrame(out, index=matrix.index, columns=matrix.columns)
-
-
-def _present_labels(matrix: pd.DataFrame, sample_weight):
-    """The present labels of a crowd matrix (row-major), the row of each and its
-    weight (its item's ``sample_weight``): every present label counts once."""
-    present = matrix.notna().to_numpy()
-    rows = np.nonzero(present)[0]
-    weight = np.ones(len(matrix)) if sample_weight is None else np.asarray(sample_weight,
-                                                                           dtype=float)
-    return matrix.to_numpy(dtype=object)[present], rows, weight[rows]
-
-
-_METRICS = {"accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy_score}
-
-
-def gold_scorer(gold, metric="accuracy"):
-    """A scorer that scores a crowd-trained classifier against gold labels.
-
-    scikit-learn scores a held-out fold against its ``Y``, which for a crowd is
-    noisy labels. This scorer ignores ``Y`` and looks up each held-out item's
-    gold label by the index of ``X`` instead.
-
-    Parameters
-    ----------
-    gold : pandas.Series or array-like
-        Gold labels: a Series indexed by the item ids of ``X``'s index, or an
-        array aligned with the rows of the whole ``X`` given as a DataFrame
-        with the default index 0..n-1 (``pandas.DataFrame(X)``). NaN or None
-        where unknown: those items are left out of the score.
-    metric : {"accuracy", "balanced_accuracy", "neg_log_loss"} or callable, default "accuracy"
-        What to compute: a name, or ``metric(gold, predicted_labels)``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, X, Y=None)``, for ``scoring=`` in ``cross_val_score``,
-        ``cross_validate`` or ``GridSearchCV`` (greater is better).
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from sklearn.model_selection import KFold, cross_val_score
-    >>> from crowd_models.models import two_coin
-    >>> from crowd_models.sklearn import CrowdClassifier, gold_scorer
-    >>> ann = two_coin.simulate([0.9, 0.8, 0.7], [0.9, 0.8, 0.7], n_items=300, n_features=3, rng=0)
-    >>> Y = ann.to_frame().pivot(index="item", columns="annotator", values="label")
-    >>> X = pd.DataFrame(ann.features, index=Y.index)
-    >>> scorer = gold_scorer(ann.gold_series())
-    >>> cross_val_score(CrowdClassifier(family="two_coin"), X, Y, scoring=scorer,
-    ...                 cv=KFold(3, shuffle=True, random_state=0))
-    """
-    if not (callable(metric) or metric in (*_METRICS, "neg_log_loss")):
-        raise ValueError(f"metric={metric!r} is not one of "
-                         f"{listing([*_METRICS, 'neg_log_loss'])} or a callable "
-                         f"metric(gold, predicted).")
-    gold = gold.copy() if isinstance(gold, pd.Series) else pd.Series(
-        np.asarray(gold, dtype=object))
-
-    def scorer(estimator, X, Y=None):
-        if not isinstance(X, pd.DataFrame):
-            raise TypeError(f"gold_scorer finds each item's gold label by the index of X, a "
-                            f"DataFrame; got {type(X).__name__}. Pass X as a DataFrame "
-                            f"(pandas.DataFrame(X) numbers its rows 0..n-1, as an array "
-                            f"gold is).")
-        unknown = X.index.difference(gold.index)
-        if len(unknown):
-            raise ValueError(f"gold has no entry for {len(unknown)} item(s) of X "
-                             f"({listing(unknown.tolist())}); index gold by X's index.")
-        truth = gold.loc[X.index]
-        known = truth.notna().to_numpy()
-        if not known.any():
-            raise ValueError("none of these items has a gold label to score against.")
-        X, truth = X.loc[known], truth.loc[known].infer_objects().to_numpy()
-        if metric == "neg_log_loss":
-            return -log_loss(truth, estimator.predict_proba(X), labels=estimator.classes_)
-        score = _METRICS.get(metric, metric)
-        return float(score(truth, estimator.predict(X)))
-
-    return scorer

@@ -343,16 +343,37 @@ def check_classifier(classifier, annotations: Annotations, family: str) -> None:
             and callable(getattr(classifier, "predict_proba", None))):
         raise TypeError(f"classifier must be a scikit-learn classifier with fit and "
                         f"predict_proba, got {type(classifier).__name__}.")
+    last = _last_step(classifier)
+    fitted = classifier if last is None else last[1]
     try:
-        parameters = inspect.signature(classifier.fit).parameters.values()
+        parameters = inspect.signature(fitted.fit).parameters.values()
     except (TypeError, ValueError):  # a fit without a signature: let it try
         return
     if not any(p.name == "sample_weight" or p.kind is p.VAR_KEYWORD for p in parameters):
         raise TypeError(
-            f"{type(classifier).__name__}.fit takes no sample_weight, which the EM needs to "
+            f"{type(fitted).__name__}.fit takes no sample_weight, which the EM needs to "
             f"fit the soft labels (each item once per class, weighted by its posterior); "
             f"use a classifier whose fit accepts sample_weight (LogisticRegression, "
             f"HistGradientBoostingClassifier, RandomForestClassifier, ...).")
+
+
+def _last_step(classifier):
+    """The ``(name, estimator)`` last step of a scikit-learn ``Pipeline`` (anything
+    with a list of such ``steps``), or None for a plain estimator."""
+    steps = getattr(classifier, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[-1], tuple) and len(steps[-1]) == 2:
+        return steps[-1]
+    return None
+
+
+def fit_weighted(classifier, features, targets, weight):
+    """``classifier.fit(features, targets)`` with each row's ``weight`` as its
+    ``sample_weight``; a ``Pipeline`` takes it as ``<last step>__sample_weight``
+    (its own ``fit`` routes no ``sample_weight``)."""
+    last = _last_step(classifier)
+    if last is None:
+        return classifier.fit(features, targets, sample_weight=weight)
+    return classifier.fit(features, targets, **{f"{last[0]}__sample_weight": weight})
 
 
 def classifier_log_prior(classifier, features: np.ndarray, n_classes: int) -> np.ndarray:
@@ -398,7 +419,7 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
     while n_iter < max_iter:
         n_iter += 1
         params = rates(plain, prob)
-        classifier.fit(rows, targets, sample_weight=np.asarray(prob, dtype=float).T.ravel())
+        fit_weighted(classifier, rows, targets, np.asarray(prob, dtype=float).T.ravel())
         prior = classifier_log_prior(classifier, X, K)
         prob, item_ll = posterior_from_joint(
             item_joint_np(log_confusion(params), annotations) + prior)
