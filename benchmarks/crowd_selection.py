@@ -16,7 +16,7 @@ its accuracy, and the grid's best accuracy (the oracle, picked on gold).
 * Music genre (700 training songs, 300 test songs with gold): the softmax
   GLM's ``coef_precision``, and ``LogisticRegression``'s ``C`` and an MLP's
   ``alpha`` as ``classifier=`` (each after a ``StandardScaler`` in a
-  ``Pipeline``; ``--only music-mlp`` for the MLP, about 30 minutes).
+  ``Pipeline``; ``--only music-mlp`` for the MLP, about 35 minutes).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/crowd_selection.py
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/crowd_selection.py --only music
@@ -122,7 +122,7 @@ def music():
 
 def music_mlp():
     """Music genre with an MLP (32 hidden units) as ``classifier=``, its ``alpha``
-    over the grid ``classifier.py``'s S-hat searched (about 30 minutes)."""
+    over the grid ``classifier.py``'s S-hat searched (about 35 minutes)."""
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
