@@ -12,7 +12,8 @@ from scipy.special import logsumexp
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from crowd_models._crowd_matrix import class_labels, label_matrix, numeric_labels, present_labels
+from crowd_models._crowd_matrix import class_labels, label_matrix, numeric_labels
+from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 
@@ -135,21 +136,24 @@ def crowd_log_likelihood(estimator, X, Y) -> float:
     if estimator.fit_.attrs.get("family") == "continuous":
         return _continuous_log_likelihood(estimator, X, Y)
     log_prior = np.log(np.maximum(estimator.predict_proba(X), _PROB_FLOOR))
-    matrix = _fitted_annotators(class_labels(label_matrix(Y, len(log_prior),
-                                                          "crowd_log_likelihood")), estimator.fit_)
-    known = pd.Index(estimator.fit_.coords["annotator"].values)
-    log_conf = _log_confusion(estimator.fit_)[known.get_indexer(matrix.columns)]
-    labels, rows, _ = present_labels(matrix, None)
+    matrix, annotator = _fitted_annotators(
+        class_labels(label_matrix(Y, len(log_prior), "crowd_log_likelihood")), estimator.fit_)
+    present = matrix.notna().to_numpy()
+    rows, columns = np.nonzero(present)
+    labels = matrix.to_numpy(dtype=object)[present]
     codes = pd.Index(estimator.classes_).get_indexer(pd.Index(labels))
     if np.any(codes < 0):
         new = pd.unique(labels[codes < 0])
         raise ValueError(f"Y holds label(s) {listing(new.tolist())} that the estimator was not "
                          f"fitted on (classes_ {listing(estimator.classes_.tolist())}); it "
                          f"cannot score them.")
-    columns = np.nonzero(matrix.notna().to_numpy())[1]
+    # (label, true class, label class) from the fit's annotators: the PPC's reader
+    probs = label_probabilities(draw_values(estimator.fit_, 0), log_prior.shape[1], rows,
+                                annotator[columns])
     joint = log_prior.copy()
-    np.add.at(joint, rows, log_conf[columns, :, codes])
-    scored = np.isin(np.arange(len(joint)), rows)
+    np.add.at(joint, rows, np.log(np.maximum(probs[np.arange(len(codes)), :, codes],
+                                             _PROB_FLOOR)))
+    scored = np.bincount(rows, minlength=len(joint)) > 0
     return float(logsumexp(joint[scored], axis=1).sum() / len(labels))
 
 
@@ -157,28 +161,16 @@ _PROB_FLOOR = 1e-300
 """Class probabilities below this count as it in :func:`crowd_log_likelihood`'s logs."""
 
 
-def _log_confusion(fit) -> np.ndarray:
-    """(annotator, true class, label class) log confusion matrices of a two-coin
-    or Dawid-Skene EM fit."""
-    if "confusion" in fit:
-        conf = fit["confusion"].values[0, 0]
-    else:
-        sens, spec = (fit[name].values[0, 0] for name in ("sensitivity", "specificity"))
-        conf = np.stack([np.stack([spec, 1 - spec], axis=1),
-                         np.stack([1 - sens, sens], axis=1)], axis=1)
-    return np.log(np.maximum(conf, _PROB_FLOOR))
-
-
-def _fitted_annotators(matrix: pd.DataFrame, fit) -> pd.DataFrame:
+def _fitted_annotators(matrix: pd.DataFrame, fit) -> tuple[pd.DataFrame, np.ndarray]:
     """The columns of ``matrix`` that are annotators of ``fit`` (the others' quality
-    is unknown); a ValueError when there is none."""
+    is unknown) and their positions among the fit's; a ValueError when there is none."""
     known = pd.Index(fit.coords["annotator"].values)
     seen = known.get_indexer(matrix.columns) >= 0
     if not seen.any():
         raise ValueError(f"none of Y's annotators ({listing(matrix.columns.tolist())}) is one "
                          f"the estimator was fitted on ({listing(known.tolist())}); give Y the "
                          f"columns (annotators) of the Y it was fitted on.")
-    return matrix.loc[:, seen]
+    return matrix.loc[:, seen], known.get_indexer(matrix.columns[seen])
 
 
 def _continuous_log_likelihood(estimator, X, Y) -> float:
@@ -190,8 +182,8 @@ def _continuous_log_likelihood(estimator, X, Y) -> float:
 
     fit = estimator.fit_
     features = scaled_features(fit, validate_data(estimator, X, reset=False, dtype=float))
-    matrix = _fitted_annotators(numeric_labels(label_matrix(Y, len(features),
-                                                            "crowd_log_likelihood")), fit)
+    matrix, _ = _fitted_annotators(numeric_labels(label_matrix(Y, len(features),
+                                                               "crowd_log_likelihood")), fit)
     labelled = matrix.notna().to_numpy().any(axis=1)
     matrix, features = matrix.loc[labelled], features[labelled]
     held = Annotations.from_wide(matrix, features=features, continuous=True)

@@ -422,7 +422,7 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
         fit_weighted(classifier, rows, targets, np.asarray(prob, dtype=float).T.ravel())
         prior = classifier_log_prior(classifier, X, K)
         prob, item_ll = posterior_from_joint(
-            item_joint_np(log_confusion(params), annotations) + prior)
+            item_joint_np(log_confusion(params), annotations) + prior, overwrite=True)
         loglik = float(item_ll.sum())
         if abs(loglik - previous) < tol:
             converged = True
