@@ -23,10 +23,13 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.graph.replace import _vectorize_node
 from pytensor.link.numba.dispatch.basic import (
     numba_njit,
     register_funcify_default_op_cache_key,
 )
+from pytensor.raise_op import Assert
+from pytensor.tensor.blockwise import vectorize_node_fallback
 from pytensor.tensor.type import integer_dtypes
 
 __all__ = ["scatter_rows", "ScatterRows", "register_jax"]
@@ -66,7 +69,10 @@ class ScatterRows(Op):
                          or src.min() < 0 or src.max() >= len(values)):
             raise IndexError("scatter_rows: an index lies outside its table")
         out = np.zeros((rows, values.shape[1]), dtype=values.dtype)
-        np.add.at(out, dst, values[src])
+        if values.shape[1] < _WIDE:
+            np.add.at(out, dst, values[src])
+        else:
+            _add_in_rounds(out, dst, values, src)
         output_storage[0][0] = out
 
     def infer_shape(self, node, shapes):
@@ -88,9 +94,60 @@ class ScatterRows(Op):
         return [self(tangents[0], *inputs[1:])]  # linear in values
 
 
+_WIDE = 64
+"""From this many columns, ``perform`` adds in rounds (``_add_in_rounds``): the
+many draws of a vectorised graph (``_points``) as columns, where ``np.add.at``
+adds row by row."""
+
+
+def _add_in_rounds(out, dst, values, src) -> None:
+    """``np.add.at(out, dst, values[src])``, the same sums: round r adds every
+    output row's r-th entry (in table order) at once, so that no round names a row
+    twice and each row still receives its entries in table order."""
+    order = np.argsort(dst, kind="stable")
+    ordered = dst[order]
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    rank = np.arange(len(dst)) - np.repeat(first, np.diff(np.r_[first, len(dst)]))
+    by_round = order[np.argsort(rank, kind="stable")]
+    bounds = np.r_[0, np.cumsum(np.bincount(rank))] if len(dst) else [0]
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        entries = by_round[lo:hi]
+        out[dst[entries]] += values[src[entries]]
+
+
 def scatter_rows(values, dst, src, n_out):
     """(n_out, K) sums of ``values[src[e]]`` over entries ``e`` with ``dst[e] == r``."""
     return ScatterRows()(values, dst, src, n_out)
+
+
+def _unbatched(batched, core):
+    """``batched`` without the leading axes ``vectorize_graph`` gave it, asserting
+    at run time that they repeat one array. Indices taken from the data pick up
+    those axes through a shape of the drawn values (PyTensor broadcasts a batched
+    variable's shape over the batch), but every draw of a batch has the same."""
+    extra = batched.ndim - core.ndim
+    if extra == 0:
+        return batched
+    first = batched[(0,) * extra]
+    same = pt.all(pt.eq(batched, first))
+    return Assert("scatter_rows over draws: the draws' index arrays differ")(first, same)
+
+
+@_vectorize_node.register(ScatterRows)
+def _vectorize_scatter_rows(op, node, values, dst, src, n_out):
+    """Batched ``values`` (leading axes over draws, as ``vectorize_graph`` makes
+    them) as more columns of the one operation, the draws' sums side by side."""
+    if values.ndim == 2:
+        return vectorize_node_fallback(op, node, values, dst, src, n_out)
+    dst, src, n_out = (_unbatched(b, c) for b, c in zip(
+        (dst, src, n_out), node.inputs[1:], strict=True))
+    batch = values.shape[:-2]
+    rows, k = values.shape[-2], values.shape[-1]
+    lead = list(range(values.ndim - 2))
+    wide = values.transpose(values.ndim - 2, *lead, values.ndim - 1).reshape((rows, -1))
+    out = op(wide, dst, src, n_out)
+    out = out.reshape((out.shape[0], *batch, k))
+    return [out.transpose(*[a + 1 for a in lead], 0, values.ndim - 1)]
 
 
 # PyTensor keys numba's disk cache on the op's type and props only: bump this

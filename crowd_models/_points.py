@@ -11,6 +11,11 @@ import pymc.backends.arviz
 import pytensor
 import pytensor.tensor as pt
 import xarray as xr
+from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.rewriting import inline_ofg_node
+from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+from pytensor.graph.rewriting.utils import rewrite_graph
 
 from crowd_models import _compiled
 from crowd_models import _dims as D
@@ -55,11 +60,11 @@ class _Functions:
     def few_calls(self):
         """Requests for a handful of calls (nutpie's start checks): quick whenever the
         compiled function is neither in this process nor on disk."""
-        self.quick = "few"
+        previous, self.quick = self.quick, "few"
         try:
             yield self
         finally:
-            self.quick = False
+            self.quick = previous
 
     def _get(self, kind, build):
         bound = self._bound.get(kind)
@@ -147,18 +152,39 @@ class _Functions:
         return (self.free_names, [d.name for d in model.deterministics],
                 [o.name for o in model.observed_RVs])
 
+    def _point_graph(self):
+        model = self.model
+        free, dets, _ = self.point_names()
+        wanted = set(free) | set(dets)
+        unobserved = {v.name: v for v in model.unobserved_value_vars if v.name in wanted}
+        outs = [unobserved[n] for n in (*free, *dets)]
+        outs += self._map_loss()[2]  # the observed variables' terms
+        return self.value_vars, outs
+
     def point(self):
         """Value variables -> free variables, deterministics and each observed
         variable's element-wise log-likelihood."""
+        return self._get("point", self._point_graph)
+
+    def point_draws(self):
+        """:meth:`point` over draws: each value variable with a leading draw axis,
+        and so each output (``vectorize_graph``); raises NotImplementedError
+        where an operation of the graph has no batched form."""
         def build():
-            model = self.model
-            free, dets, _ = self.point_names()
-            wanted = set(free) | set(dets)
-            unobserved = {v.name: v for v in model.unobserved_value_vars if v.name in wanted}
-            outs = [unobserved[n] for n in (*free, *dets)]
-            outs += self._map_loss()[2]  # the observed variables' terms
-            return self.value_vars, outs
-        return self._get("point", build)
+            values, outs = self._point_graph()
+            # inner graphs inlined (LogSumExp): PyTensor batches an operation with an
+            # inner graph by looping over the draws in Python
+            outs = rewrite_graph(outs, include=(), custom_rewrite=dfs_rewriter(_inline),
+                                 clone=True)
+            drawn = [pt.tensor(name=v.name, dtype=v.dtype, shape=(None, *v.type.shape))
+                     for v in values]
+            return drawn, vectorize_graph(outs, replace=dict(zip(values, drawn, strict=True)))
+        return self._get("point_draws", build)
+
+
+@node_rewriter([OpFromGraph])
+def _inline(fgraph, node):
+    return inline_ofg_node(node)
 
 
 def functions_of(model: pm.Model) -> _Functions:
@@ -341,23 +367,60 @@ def data_groups(model: pm.Model) -> dict:
     return out
 
 
+DRAW_CHUNK = 2**20
+""":func:`_over_draws` evaluates as many draws at once as make this many output
+values (RTE two-coin: about 390 of 4,000 draws)..."""
+MIN_CHUNK = 16
+"""... and leaves a model whose chunks would hold fewer draws to the compiled
+function: there the vectorised graph's NumPy loses to numba by more than the
+compile (seconds, beside the sampling of such a model)."""
+
+
+def _over_draws(fns: _Functions, flat) -> list | None:
+    """The point function's outputs over all draws (``flat``: each value variable's
+    draws on a leading axis), from its vectorised form on PyTensor's Python backend
+    in chunks of draws; None where the compiled per-draw function is at hand (in
+    this process or on disk, or quick fits are off), the graph has no batched
+    form or a chunk would hold fewer than :data:`MIN_CHUNK` draws. A sampler's
+    first call on a fresh machine so skips compiling the point function (RTE
+    two-coin: 7 s of numba for 4,000 draws)."""
+    with fns.few_calls():
+        if not flat or not fns.point().compiled.quick:
+            return None
+        try:
+            batched = fns.point_draws()
+        except NotImplementedError:
+            return None
+    first = batched(*[p[:1] for p in flat])
+    step = DRAW_CHUNK // max(1, sum(np.size(o) for o in first))
+    if step < MIN_CHUNK:
+        return None
+    chunks = [first, *(batched(*[p[i:i + step] for p in flat])
+                       for i in range(1, len(flat[0]), step))]
+    return [np.concatenate([c[k] for c in chunks]) for k in range(len(first))]
+
+
 def point_outputs(model: pm.Model, value_parts, sample_shape=()) -> tuple[dict, dict]:
     """(posterior values, element-wise log-likelihoods) at the value variables;
     with ``sample_shape``, every part carries those leading axes and the compiled
-    point function is applied draw by draw."""
+    point function is applied draw by draw, or the vectorised one to many draws at
+    once where the compiled one is not at hand (:func:`_over_draws`)."""
     fns = functions_of(model)
     free, dets, observed = fns.point_names()
     names = [*free, *dets]
-    f = fns.point()
     if not sample_shape:
-        outs = f(*value_parts)
+        outs = fns.point()(*value_parts)
         post = {n: np.asarray(o)[None, None] for n, o in zip(names, outs, strict=False)}
         ll = {n: np.asarray(o)[None, None] for n, o in zip(observed, outs[len(names):],
                                                            strict=True)}
         return post, ll
     flat = [np.reshape(p, (-1, *np.shape(p)[len(sample_shape):])) for p in value_parts]
-    rows = [f(*[np.asarray(p[i]) for p in flat]) for i in range(flat[0].shape[0] if flat else 0)]
-    stacked = [np.stack([r[k] for r in rows]) for k in range(len(names) + len(observed))]
+    stacked = _over_draws(fns, flat)
+    if stacked is None:  # the compiled function, draw by draw
+        f = fns.point()
+        rows = [f(*[np.asarray(p[i]) for p in flat])
+                for i in range(flat[0].shape[0] if flat else 0)]
+        stacked = [np.stack([r[k] for r in rows]) for k in range(len(names) + len(observed))]
     shaped = [s.reshape(*sample_shape, *s.shape[1:]) for s in stacked]
     return (dict(zip(names, shaped[:len(names)], strict=True)),
             dict(zip(observed, shaped[len(names):], strict=True)))

@@ -367,3 +367,47 @@ def test_few_calls_stay_quick_until_the_structure_is_compiled(tiny, fresh_proces
     assert not compiled.compiled.quick
     with fns.few_calls():
         assert fns.nuts_logp_grad().compiled is compiled.compiled
+    with fns.fit_scope():  # few calls inside a fit: the fit's state comes back after them
+        with fns.few_calls():
+            assert fns.quick == "few"
+        assert fns.quick is True
+    assert fns.quick is False
+
+
+@pytest.mark.parametrize("family, options", [(two_coin, {}),
+                                             (dawid_skene, {"variant": "one_coin"})])
+def test_draws_not_compiled_for_are_evaluated_vectorised(sim_plain, fresh_process, monkeypatch,
+                                                         family, options):
+    """A sampler's draws, while the structure's compiled point function is neither in
+    the process nor on disk: the point function vectorised over the draws, on the
+    Python backend, in chunks of draws (a ragged last one), gives what the compiled
+    function gives draw by draw; once that one is at hand it is used instead."""
+    from crowd_models import _points
+
+    model = family.build_model(sim_plain, **options)
+    fns = functions_of(model)
+    start = cm.fit_map(model)
+    per_draw = sum(start[g][v].size for g in ("posterior", "log_likelihood") for v in start[g])
+    # chunks of three draws after the first one: 1 + 3 + 3 + 3 + 3 + 1 of the 14
+    monkeypatch.setattr(_points, "DRAW_CHUNK", 3 * per_draw + 1)
+    monkeypatch.setattr(_points, "MIN_CHUNK", 3)
+    parts = fns.start()(*[np.asarray(start.posterior[n].values[0, 0]) for n in fns.free_names])
+    rng = np.random.default_rng(9)
+    draws = [np.asarray(p) + 0.1 * rng.normal(size=(2, 7, *np.shape(p))) for p in parts]
+    post, ll = _points.point_outputs(model, draws, sample_shape=(2, 7))
+    assert fns._bound["point_draws"].compiled.quick
+    assert "point" not in _kinds(model, False)  # not compiled for these draws
+    flat = [p.reshape(14, *p.shape[2:]) for p in draws]
+    monkeypatch.setattr(_points, "MIN_CHUNK", 4)  # a model too large for chunks this short
+    assert _points._over_draws(fns, flat) is None
+    compiled = fns.point()  # outside a fit: the compiled per-draw function
+    assert not compiled.compiled.quick
+    names = [*fns.point_names()[0], *fns.point_names()[1]]
+    for c in range(2):
+        for d in range(7):
+            outs = compiled(*[np.asarray(p[c, d]) for p in draws])
+            for name, out in zip([*names, *fns.point_names()[2]], outs, strict=True):
+                got = (post | ll)[name][c, d]
+                np.testing.assert_allclose(got, out, rtol=1e-12, atol=1e-14, err_msg=name)
+    monkeypatch.setattr(_points, "MIN_CHUNK", 3)
+    assert _points._over_draws(fns, flat) is None  # the compiled one is at hand now

@@ -109,3 +109,58 @@ def test_scatter_rows_refuses_indices_outside_the_tables(table, mode):
             fn(values, bad_dst, bad_src, rows)
     with pytest.raises(ValueError, match="differ in length"):
         fn(values, dst, src[:-1], 5)
+
+
+@pytest.mark.parametrize("n_entries, columns", [(0, 64), (1, 64), (400, 64), (400, 301)])
+def test_wide_values_add_in_rounds_to_the_same_sums_as_add_at(n_entries, columns):
+    # from _WIDE columns (a vectorised graph's draws side by side) perform adds in
+    # rounds; each output row must still receive its entries in table order, so
+    # the sums are equal to np.add.at's bit for bit, not just close
+    rng = np.random.default_rng(n_entries + columns)
+    values = rng.normal(size=(9, columns)) * np.exp(4 * rng.normal(size=(9, columns)))
+    dst = rng.integers(0, 7, n_entries).astype(np.int32)  # many repeats, rows left empty
+    dst[: n_entries // 2] = 3  # one row with half the entries: as many rounds
+    src = rng.integers(0, 9, n_entries).astype(np.int32)
+    v, d, s, n = pt.matrix("v"), pt.ivector("d"), pt.ivector("s"), pt.iscalar("n")
+    fn = pytensor.function([v, d, s, n], scatter_rows(v, d, s, n), mode="FAST_COMPILE")
+    assert np.array_equal(fn(values, dst, src, 8), _reference(values, dst, src, 8))
+
+
+def test_draws_vectorise_as_columns_of_one_operation(table):
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.blockwise import Blockwise
+
+    values, dst, src = table
+    v = pt.matrix("v")
+    out = scatter_rows(pt.exp(v), pt.constant(dst), pt.constant(src), pt.constant(6))
+    drawn = pt.tensor4("drawn")  # two batch axes: (chain, draw, row, column)
+    batched = vectorize_graph(out, {v: drawn})
+    assert not any(isinstance(x.owner.op, Blockwise) for x in ancestors([batched]) if x.owner)
+    draws = np.random.default_rng(6).normal(size=(2, 3, *values.shape))
+    got = pytensor.function([drawn], batched, mode="FAST_COMPILE")(draws)
+    for c in range(2):
+        for k in range(3):
+            assert np.array_equal(got[c, k], _reference(np.exp(draws[c, k]), dst, src, 6))
+
+
+def test_indices_batched_through_a_shape_must_repeat_across_draws(table):
+    # vectorize_graph broadcasts a batched variable's shape over the batch, so
+    # indices computed from one (the families' (annotator, label) pair) arrive
+    # batched: the operation takes the first draw's and checks the others
+    from pytensor.graph.replace import vectorize_graph
+
+    values, dst, src = table
+    v, s = pt.matrix("v"), pt.ivector("s")
+    out = scatter_rows(v, pt.constant(dst), s + 0 * v.shape[1], pt.constant(6))
+    drawn, drawn_src = pt.tensor3("drawn"), pt.imatrix("drawn_src")
+    fn = pytensor.function([drawn, drawn_src], vectorize_graph(out, {v: drawn, s: drawn_src}),
+                           mode="FAST_COMPILE")
+    draws = np.random.default_rng(7).normal(size=(4, *values.shape))
+    got = fn(draws, np.tile(src, (4, 1)))
+    for k in range(4):
+        assert np.array_equal(got[k], _reference(draws[k], dst, src, 6))
+    other = np.tile(src, (4, 1))
+    other[2, 0] = (src[0] + 1) % 6
+    with pytest.raises(AssertionError, match="the draws' index arrays differ"):
+        fn(draws, other)
