@@ -19,6 +19,10 @@ against their true class. Columns (accuracy on the new items):
 * ``CV``: ``two_coin.em`` at the precision of the grid below whose fits on
   4/5 of the items give the held-out fifth's crowd labels the highest
   marginal likelihood (5 folds, no gold; ``cv a`` the precision);
+* ``S-hat``: ``two_coin.em`` at the precision, among the grid's and the
+  evidence's, whose fits on the same folds disagree with the fewest held-out
+  crowd labels in their hard predictions (Raykar et al.'s S-hat, as
+  ``selection.select_penalty`` scores it; ``S a`` the precision);
 * ``oracle``: the best of ``two_coin.em`` at the precisions 10^-2 ... 10^3
   (one per decade), picked on the new items' truth.
 
@@ -40,7 +44,7 @@ Every rule fits the features standardised over the training items (as the
 families do), the new items put on the same scale. With three sets or more
 (a set: a design and a feature count) the script ends with a leave-one-set-out
 table between the gold-free rules for the default precision: precision 1,
-the evidence (``"auto"``) and the held-out crowd likelihood (CV).
+the evidence (``"auto"``), the held-out crowd likelihood (CV) and S-hat.
 """
 
 from __future__ import annotations
@@ -120,18 +124,25 @@ def fixed_precision(ann, alpha):
     return (coef if basis is None else basis @ coef), float(fit["intercept"].values[0, 0])
 
 
-def cv_precision(ann, n_folds=5):
-    """The grid's precision with the highest held-out crowd log-likelihood."""
-    scores = np.zeros(len(GRID))
+def cv_precision(ann, alpha, n_folds=5):
+    """(the grid's precision with the highest held-out crowd log-likelihood, the
+    precision of the grid and ``alpha`` whose held-out hard predictions disagree
+    with the fewest held-out crowd labels: S-hat, the larger precision on ties),
+    from the same fits on the folds."""
+    grid = np.r_[GRID, alpha]
+    scores, wrong = np.zeros(len(grid)), np.zeros(len(grid))
     for train, test in selection.kfold_items(on_row_space(ann)[0], n_folds, rng=0):
-        for g, alpha in enumerate(GRID):
+        for g, alpha in enumerate(grid):
             fit = two_coin.em(train, coef_precision=alpha, tol=1e-6)
             params = {k: fit[k].sel(annotator=list(test.annotators)).values[0, 0]
                       for k in ("sensitivity", "specificity")}
             params.update(coef=fit["coef"].values[0, 0],
                           intercept=float(fit["intercept"].values[0, 0]))
             scores[g] += logsumexp(two_coin._joint(test, params), axis=1).sum()
-    return GRID[int(np.argmax(scores))]
+            hard = (test.features @ params["coef"] + params["intercept"] > 0).astype(int)
+            wrong[g] += np.sum(hard[test.item_idx] != test.labels)
+    order = np.lexsort((-grid, wrong))  # fewest disagreements, then the larger precision
+    return GRID[int(np.argmax(scores[:len(GRID)]))], grid[order[0]]
 
 
 def one_crowd(d, seed, design="dense"):
@@ -156,8 +167,10 @@ def one_crowd(d, seed, design="dense"):
     row["s"] = time.time() - t
     row["joint@1"] = accuracy(*fixed_precision(ann, 1.0), X_new, z_new)
     scores = [accuracy(*fixed_precision(ann, a), X_new, z_new) for a in GRID]
-    row["cv_alpha"] = cv_precision(ann)
+    row["cv_alpha"], row["s_alpha"] = cv_precision(ann, row["alpha"])
     row["CV"] = scores[list(GRID).index(row["cv_alpha"])]
+    row["S-hat"] = (row["joint"] if row["s_alpha"] == row["alpha"]
+                    else scores[list(GRID).index(row["s_alpha"])])
     row["oracle"] = max(scores)
     row["oracle_alpha"] = GRID[int(np.argmax(scores))]
     row["holds"] = (row["joint"] >= row["MV+LR"] and row["joint"] >= row["decoupled"]
@@ -165,7 +178,8 @@ def one_crowd(d, seed, design="dense"):
     return row
 
 
-RULES = {"precision 1": "joint@1", "evidence (auto)": "joint", "held-out CV": "CV"}
+RULES = {"precision 1": "joint@1", "evidence (auto)": "joint", "held-out CV": "CV",
+         "S-hat": "S-hat"}
 """The gold-free rules for the default precision, and their columns."""
 
 
@@ -217,9 +231,9 @@ def main(argv=None):
     parser.add_argument("--design", choices=["dense", "embedding"], nargs="+",
                         default=["dense"])
     args = parser.parse_args(argv)
-    cols = ["MV+LR", "decoupled", "joint", "joint@1", "CV", "oracle"]
+    cols = ["MV+LR", "decoupled", "joint", "joint@1", "CV", "S-hat", "oracle"]
     print(f"{'design':>9} {'d':>5} {'seed':>4} " + " ".join(f"{c:>9}" for c in cols)
-          + f" {'alpha':>8} {'cv a':>8} {'oracle a':>8} {'s':>6} holds", flush=True)
+          + f" {'alpha':>8} {'cv a':>8} {'S a':>8} {'oracle a':>8} {'s':>6} holds", flush=True)
     rows = []
     for design in args.design:
         for d in args.d:
@@ -229,7 +243,8 @@ def main(argv=None):
                     r = {"design": design, **one_crowd(d, seed, design)}
                 rows.append(r)
                 print(f"{design:>9} {d:>5} {seed:>4} " + " ".join(f"{r[c]:>9.3f}" for c in cols)
-                      + f" {r['alpha']:>8.3g} {r['cv_alpha']:>8.3g} {r['oracle_alpha']:>8.3g}"
+                      + f" {r['alpha']:>8.3g} {r['cv_alpha']:>8.3g} {r['s_alpha']:>8.3g}"
+                      f" {r['oracle_alpha']:>8.3g}"
                       f" {r['s']:>6.1f} {r['holds']}", flush=True)
     if len({(r["design"], r["d"]) for r in rows}) > 2:
         leave_one_set_out(rows)
