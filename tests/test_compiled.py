@@ -390,7 +390,6 @@ def test_draws_not_compiled_for_are_evaluated_vectorised(sim_plain, fresh_proces
     per_draw = sum(start[g][v].size for g in ("posterior", "log_likelihood") for v in start[g])
     # chunks of three draws after the first one: 1 + 3 + 3 + 3 + 3 + 1 of the 14
     monkeypatch.setattr(_points, "DRAW_CHUNK", 3 * per_draw + 1)
-    monkeypatch.setattr(_points, "MIN_CHUNK", 3)
     parts = fns.start()(*[np.asarray(start.posterior[n].values[0, 0]) for n in fns.free_names])
     rng = np.random.default_rng(9)
     draws = [np.asarray(p) + 0.1 * rng.normal(size=(2, 7, *np.shape(p))) for p in parts]
@@ -398,7 +397,10 @@ def test_draws_not_compiled_for_are_evaluated_vectorised(sim_plain, fresh_proces
     assert fns._bound["point_draws"].compiled.quick
     assert "point" not in _kinds(model, False)  # not compiled for these draws
     flat = [p.reshape(14, *p.shape[2:]) for p in draws]
-    monkeypatch.setattr(_points, "MIN_CHUNK", 4)  # a model too large for chunks this short
+    # draws whose outputs are too many to vectorise go to the compiled function
+    monkeypatch.setattr(_points, "VECTORISED_VALUES", 14 * per_draw)
+    assert _points._over_draws(fns, flat) is not None
+    monkeypatch.setattr(_points, "VECTORISED_VALUES", 14 * per_draw - 1)
     assert _points._over_draws(fns, flat) is None
     compiled = fns.point()  # outside a fit: the compiled per-draw function
     assert not compiled.compiled.quick
@@ -409,5 +411,5 @@ def test_draws_not_compiled_for_are_evaluated_vectorised(sim_plain, fresh_proces
             for name, out in zip([*names, *fns.point_names()[2]], outs, strict=True):
                 got = (post | ll)[name][c, d]
                 np.testing.assert_allclose(got, out, rtol=1e-12, atol=1e-14, err_msg=name)
-    monkeypatch.setattr(_points, "MIN_CHUNK", 3)
+    monkeypatch.setattr(_points, "VECTORISED_VALUES", 14 * per_draw)
     assert _points._over_draws(fns, flat) is None  # the compiled one is at hand now
