@@ -67,11 +67,17 @@ def numeric_labels(matrix: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=matrix.index, columns=matrix.columns)
 
 
+def label_cells(matrix: pd.DataFrame):
+    """The present labels of a crowd matrix (row-major), and the row and column of each."""
+    present = matrix.notna().to_numpy()
+    rows, columns = np.nonzero(present)
+    return matrix.to_numpy(dtype=object)[present], rows, columns
+
+
 def present_labels(matrix: pd.DataFrame, sample_weight):
     """The present labels of a crowd matrix (row-major), the row of each and its
     weight (its item's ``sample_weight``): every present label counts once."""
-    present = matrix.notna().to_numpy()
-    rows = np.nonzero(present)[0]
+    labels, rows, _ = label_cells(matrix)
     weight = np.ones(len(matrix)) if sample_weight is None else np.asarray(sample_weight,
                                                                            dtype=float)
-    return matrix.to_numpy(dtype=object)[present], rows, weight[rows]
+    return labels, rows, weight[rows]

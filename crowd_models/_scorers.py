@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, log_loss
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from crowd_models._crowd_matrix import class_labels, label_matrix, numeric_labels
+from crowd_models._crowd_matrix import class_labels, label_cells, label_matrix, numeric_labels
 from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing
 from crowd_models.data import Annotations
@@ -138,9 +138,7 @@ def crowd_log_likelihood(estimator, X, Y) -> float:
     log_prior = np.log(np.maximum(estimator.predict_proba(X), _PROB_FLOOR))
     matrix, annotator = _fitted_annotators(
         class_labels(label_matrix(Y, len(log_prior), "crowd_log_likelihood")), estimator.fit_)
-    present = matrix.notna().to_numpy()
-    rows, columns = np.nonzero(present)
-    labels = matrix.to_numpy(dtype=object)[present]
+    labels, rows, columns = label_cells(matrix)
     codes = pd.Index(estimator.classes_).get_indexer(pd.Index(labels))
     if np.any(codes < 0):
         new = pd.unique(labels[codes < 0])
