@@ -47,6 +47,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.type import TensorType
+from pytensor.tensor.type_other import NoneTypeT
 
 __all__ = ["model_function", "COMPILE_COUNT", "clear_cache", "QUICK_FITS", "QUICK_MODE"]
 
@@ -153,7 +154,9 @@ def _structure_key(inputs, outputs) -> tuple:
                 if not isinstance(var, Constant):  # pragma: no cover - inputs cover the rest
                     raise RuntimeError(f"graph input {var} was not lifted")
                 position[var] = len(position)
-                key.append(("const", var.signature()))
+                # None (SpecifyShape's unknown length) by name: its type prints its address
+                key.append(("const", "None" if isinstance(var.type, NoneTypeT)
+                            else var.signature()))
             refs.append(position[var])
         key.append((node.op, tuple(refs)))
         for out in node.outputs:

@@ -65,8 +65,8 @@ ann
 # with NUTS. Each fit records its seconds in `attrs["seconds"]`. On a fresh
 # machine the first `fit_map` of a process answers in about 2 s (from a
 # quick path that compiles nothing) and a first `sample` of 4 x 1000 draws
-# takes 41-47 s, of which about 30 s is nutpie compiling the model (2-core machine, empty compile
-# cache; 23-24 s in a later process, which finds PyTensor's compile cache);
+# takes 32-41 s, of which 21-28 s is nutpie compiling the model (2-core machine, empty compile
+# cache; 19-24 s in a later process, which finds PyTensor's compile cache);
 # later fits of a model of the same shape reuse the compiled functions.
 
 # %%

@@ -339,6 +339,43 @@ def test_first_fit_of_a_structure_not_on_disk_runs_quick_and_matches_the_compile
     assert not _kinds(other, True)
 
 
+def test_an_unknown_length_in_a_shape_keeps_the_structure_nameable():
+    """PyTensor's None (``specify_shape``'s unknown length) prints its type with an
+    address; the structure key names it by value, so that a later process finds the
+    same marker."""
+    import pytensor.tensor as pt
+
+    x = pt.dmatrix("x")
+    key = ("probe", _compiled._structure_key([x], [pt.specify_shape(x, (None, 2)).sum()]),
+           "None")
+    assert " at 0x" not in repr(key)
+    assert _compiled._marker_path(key) is not None
+
+
+def _three_class_crowd(n_items, seed):
+    """Five annotators of accuracy 0.7-0.9 on three classes."""
+    accuracy = np.array([0.9, 0.85, 0.8, 0.75, 0.7])[:, None, None]
+    confusion = accuracy * np.eye(3) + (1 - accuracy) / 2 * (1 - np.eye(3))
+    return dawid_skene.simulate(confusion, n_items=n_items, rng=np.random.default_rng(seed))
+
+
+def test_every_function_of_a_compiled_dawid_skene_fit_is_marked(fresh_process):
+    """Dawid-Skene's graphs with three classes or more hold an unknown length in a
+    shape: once a fit has compiled, each function it ran is marked, and a new process
+    fits compiled from the start."""
+    model = dawid_skene.build_model(_three_class_crowd(300, seed=3))
+    cm.fit_map(model)  # quick
+    cm.fit_map(model)  # compiles and marks
+    compiled = _kinds(model, False)
+    assert compiled >= {"logp_grad", "start", "point"}
+    assert len(list(fresh_process.glob("*.compiled"))) == len(compiled)
+    _compiled._CACHE.clear()
+    _compiled._QUICK_SERVED.clear()
+    other = dawid_skene.build_model(_three_class_crowd(120, seed=4))
+    cm.fit_map(other)
+    assert not _kinds(other, True) and _kinds(other, False) >= {"logp_grad", "start", "point"}
+
+
 def test_no_quick_fits_when_switched_off(sim_plain, fresh_process, monkeypatch):
     monkeypatch.setattr(_compiled, "QUICK_FITS", 0)
     model = two_coin.build_model(sim_plain)

@@ -308,6 +308,21 @@ def majority_vote_start(annotations: Annotations, **priors) -> dict:
 
 
 # ----------------------------------------------------------------- factory
+_POSITIVE_CLASS = np.array([[False, True]])
+"""(1, class): True at the positive class (code 1)."""
+
+
+def _log_confusion_pt(sens, spec):
+    """PyTensor twin of :func:`_log_confusion` (without its clipping): each entry
+    picked by a ``switch`` over the broadcast probabilities, then one log. Stacked
+    (``Join``, and ``Split`` in the gradient) the same numbers cost nutpie about
+    4 s more of numba compile on a fresh machine (DEVELOPING.md)."""
+    true_pos, label_pos = _POSITIVE_CLASS[:, :, None], _POSITIVE_CLASS[:, None, :]
+    sens, spec = sens[:, None, None], spec[:, None, None]
+    return pt.log(pt.switch(true_pos, pt.switch(label_pos, sens, 1 - sens),
+                            pt.switch(label_pos, 1 - spec, spec)))
+
+
 def build_model(
     annotations: Annotations,
     *,
@@ -382,13 +397,10 @@ def build_model(
     with pm.Model(coords=annotations.coords()) as model:
         sens = pm.Beta("sensitivity", *pri["sens"], dims=D.ANNOTATOR)
         spec = pm.Beta("specificity", *pri["spec"], dims=D.ANNOTATOR)
-        log_conf = pt.log(pt.stack([
-            pt.stack([spec, 1 - spec], axis=-1),
-            pt.stack([1 - sens, sens], axis=-1),
-        ], axis=1))
+        log_conf = _log_confusion_pt(sens, spec)
         if annotations.features is None:
             prev = pm.Beta("prevalence", *pri["prev"])
-            log_prior = pt.stack([pt.log1p(-prev), pt.log(prev)])[None, :]
+            log_prior = pt.switch(_POSITIVE_CLASS, pt.log(prev), pt.log1p(-prev))
         else:
             X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
             gamma, tau = pri["gamma"], pri["tau"]
