@@ -132,8 +132,8 @@ def cv_precision(ann, alpha, n_folds=5):
     grid = np.r_[GRID, alpha]
     scores, wrong = np.zeros(len(grid)), np.zeros(len(grid))
     for train, test in selection.kfold_items(on_row_space(ann)[0], n_folds, rng=0):
-        for g, alpha in enumerate(grid):
-            fit = two_coin.em(train, coef_precision=alpha, tol=1e-6)
+        for g, precision in enumerate(grid):
+            fit = two_coin.em(train, coef_precision=precision, tol=1e-6)
             params = {k: fit[k].sel(annotator=list(test.annotators)).values[0, 0]
                       for k in ("sensitivity", "specificity")}
             params.update(coef=fit["coef"].values[0, 0],
