@@ -1,5 +1,7 @@
 """The long-table operation against np.add.at, on every backend it runs on,
-with its gradient checked by finite differences and by the adjoint identity."""
+with its gradient checked by finite differences and by the adjoint identity;
+the summed-out true label against scipy's log-sum-exp and softmax of the same
+sums, with its gradients (first and second order) by finite differences."""
 
 import importlib.util
 
@@ -164,3 +166,198 @@ def test_indices_batched_through_a_shape_must_repeat_across_draws(table):
     other[2, 0] = (src[0] + 1) % 6
     with pytest.raises(AssertionError, match="the draws' index arrays differ"):
         fn(draws, other)
+
+
+# ------------------------------------------------- the summed-out true label
+
+
+def _truth_reference(per_pair, log_prior, dst, src, n_out):
+    """Brute force: the joint by np.add.at, then scipy's log-sum-exp and softmax."""
+    from scipy.special import logsumexp, softmax
+
+    joint = _reference(per_pair, dst, src, n_out) + log_prior
+    with np.errstate(invalid="ignore"):
+        return logsumexp(joint, axis=1), softmax(joint, axis=1)
+
+
+@pytest.fixture(scope="module")
+def truth_table(table):
+    per_pair, dst, src = table
+    per_pair = per_pair.copy()
+    per_pair[5, 2] = -np.inf  # a probability of 0 (a spammer's label it never gives)
+    rng = np.random.default_rng(8)
+    return per_pair, dst, src, rng.normal(size=3), rng.normal(size=(6, 3))
+
+
+def _truth_graph(shared, n_out, mode):
+    """(inputs, [total, prob, d sum(w * total)/d (per_pair, prior), the same of
+    sum(w * total) + sum(W * prob)]); JAX gets the indices as constants."""
+    from crowd_models._kernels import summed_out_truth
+
+    v, w, big_w = pt.matrix("v"), pt.vector("w"), pt.matrix("W")
+    prior = pt.vector("prior") if shared else pt.matrix("prior")
+    if mode == "JAX":
+        dst, src, n = (pt.constant(x) for x in (_TRUTH_DST, _TRUTH_SRC, np.int32(n_out)))
+        inputs = [v, prior, w, big_w]
+    else:
+        dst, src, n = pt.ivector("d"), pt.ivector("s"), pt.iscalar("n")
+        inputs = [v, prior, dst, src, n, w, big_w]
+    total, prob = summed_out_truth(v, prior, dst, src, n)
+    first = (w * total).sum()
+    both = first + (big_w * prob).sum()
+    return inputs, [total, prob, *pt.grad(first, [v, prior]), *pt.grad(both, [v, prior])]
+
+
+_TRUTH_DST = np.array([2, 0, 2, 2, 4, 0, 1, 4, 2], dtype=np.int32)
+_TRUTH_SRC = np.array([1, 3, 1, 0, 5, 2, 2, 5, 4], dtype=np.int32)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one prior", "a prior per item"])
+@pytest.mark.parametrize("mode", MODES)
+def test_summed_out_truth_against_brute_force(truth_table, mode, shared):
+    per_pair, dst, src, one_prior, item_prior = truth_table
+    assert np.array_equal(dst, _TRUTH_DST) and np.array_equal(src, _TRUTH_SRC)
+    if mode == "JAX":
+        from crowd_models._kernels import register_jax
+
+        register_jax()
+    prior = one_prior if shared else item_prior
+    inputs, outputs = _truth_graph(shared, 6, mode)
+    fn = pytensor.function(inputs, outputs, mode=mode)
+    rng = np.random.default_rng(9)
+    w, big_w = rng.normal(size=6), rng.normal(size=(6, 3))
+    data = () if mode == "JAX" else (dst, src, 6)
+    total, prob, g_pairs, g_prior, g2_pairs, g2_prior = (
+        np.asarray(x) for x in fn(per_pair, prior, *data, w, big_w))
+    ref_total, ref_prob = _truth_reference(per_pair, prior, dst, src, 6)
+    np.testing.assert_allclose(total, ref_total, rtol=1e-14)
+    np.testing.assert_allclose(prob, ref_prob, rtol=1e-13, atol=1e-15)
+    assert prob[4, 2] == 0  # item 4's labels all come from the pair of probability 0
+    # rows nothing lands in: the prior alone
+    from scipy.special import logsumexp
+
+    np.testing.assert_allclose(total[[3, 5]], logsumexp(np.broadcast_to(prior, (6, 3)),
+                                                        axis=1)[[3, 5]], rtol=1e-14)
+
+    # gradients by central differences (the -inf entry held fixed)
+    def objective(pp, pr, with_prob):
+        t, p = _truth_reference(pp, pr, dst, src, 6)
+        return np.sum(w * t) + (np.sum(big_w * p) if with_prob else 0.0)
+
+    h, direction = 1e-6, np.random.default_rng(10)
+    for with_prob, (gp, gq) in ((False, (g_pairs, g_prior)), (True, (g2_pairs, g2_prior))):
+        dp = direction.normal(size=per_pair.shape) * np.isfinite(per_pair)
+        dq = direction.normal(size=np.shape(prior))
+        finite = np.where(np.isfinite(per_pair), per_pair, -1e300)
+        numeric = (objective(finite + h * dp, prior + h * dq, with_prob)
+                   - objective(finite - h * dp, prior - h * dq, with_prob)) / (2 * h)
+        analytic = np.sum(np.where(np.isfinite(per_pair), gp, 0) * dp) + np.sum(gq * dq)
+        assert analytic == pytest.approx(numeric, rel=1e-7)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one prior", "a prior per item"])
+def test_summed_out_truth_second_order_by_finite_differences(truth_table, shared):
+    # a sampler's gradient is TruthPullback; its own gradient (Hessian-vector
+    # products, a Laplace approximation) must hold as well
+    from crowd_models._kernels import summed_out_truth
+
+    per_pair, dst, src, one_prior, item_prior = truth_table
+    per_pair = np.where(np.isfinite(per_pair), per_pair, -3.0)
+    prior0 = one_prior if shared else item_prior
+    v = pt.matrix("v")
+    prior = pt.vector("prior") if shared else pt.matrix("prior")
+    total, _ = summed_out_truth(v, prior, pt.constant(dst), pt.constant(src), pt.constant(6))
+    weights = np.random.default_rng(11).normal(size=6)
+    grads = pt.grad((weights * total).sum(), [v, prior])
+    p, q = pt.matrix("p"), (pt.vector if shared else pt.matrix)("q")
+    hvp = pt.grad((grads[0] * p).sum() + (grads[1] * q).sum(), [v, prior])
+    fg = pytensor.function([v, prior], grads, mode="FAST_COMPILE")
+    fh = pytensor.function([v, prior, p, q], hvp, mode="FAST_COMPILE")
+    rng = np.random.default_rng(12)
+    dp, dq = rng.normal(size=per_pair.shape), rng.normal(size=np.shape(prior0))
+    h = 1e-6
+    plus, minus = fg(per_pair + h * dp, prior0 + h * dq), fg(per_pair - h * dp, prior0 - h * dq)
+    for got, up, down in zip(fh(per_pair, prior0, dp, dq), plus, minus, strict=True):
+        np.testing.assert_allclose(got, (up - down) / (2 * h), atol=1e-7)
+
+
+def test_summed_out_truth_gradient_is_one_pass():
+    # what nutpie compiles: the operation (its posterior output) and its
+    # pullback, without a log-sum-exp's or a sum's reductions or a scatter
+    from pytensor.tensor.elemwise import CAReduce
+
+    from crowd_models._kernels import ScatterRows, SummedOutTruth, TruthPullback, summed_out_truth
+
+    v, prior = pt.matrix("v"), pt.vector("prior")
+    d, s, n = pt.ivector("d"), pt.ivector("s"), pt.iscalar("n")
+    total, _ = summed_out_truth(v, prior, d, s, n)
+    fn = pytensor.function([v, prior, d, s, n], pt.grad(total.sum(), [v, prior]), mode="NUMBA")
+    ops = [type(node.op) for node in fn.maker.fgraph.apply_nodes]
+    assert ops.count(TruthPullback) == 1 and ops.count(SummedOutTruth) == 1
+    assert ScatterRows not in ops and not any(issubclass(op, CAReduce) for op in ops)
+
+
+def test_summed_out_truth_refuses_wrong_inputs(truth_table):
+    from crowd_models._kernels import SummedOutTruth, summed_out_truth
+
+    per_pair, dst, src, _, item_prior = truth_table
+    d, s, n = pt.ivector("d"), pt.ivector("s"), pt.iscalar("n")
+    with pytest.raises(TypeError, match="per_pair must be a matrix"):
+        summed_out_truth(pt.vector(), pt.vector(), d, s, n)
+    with pytest.raises(TypeError, match="src must be a vector of integers"):
+        summed_out_truth(pt.matrix(), pt.vector(), d, pt.vector(), n)
+    with pytest.raises(TypeError, match="one row of static length 1"):
+        SummedOutTruth(shared_prior=True)(pt.matrix(), pt.matrix(), d, s, n)
+    for mode in ("NUMBA", "FAST_COMPILE"):
+        v, prior = pt.matrix("v"), pt.matrix("prior")
+        fn = pytensor.function([v, prior, d, s, n], summed_out_truth(v, prior, d, s, n)[0],
+                               mode=mode)
+        with pytest.raises(ValueError, match="log_prior has the wrong number of rows"):
+            fn(per_pair, item_prior[:5], dst, src, 6)
+        for bad_dst, bad_src in ((dst, src + 1), (dst - 1, src)):  # pair 6 of 6; item -1
+            with pytest.raises(IndexError, match="outside its table"):
+                fn(per_pair, item_prior, bad_dst, bad_src, 6)
+
+
+def test_summed_out_truth_over_draws_is_the_separate_operations(truth_table):
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.blockwise import Blockwise
+
+    from crowd_models._kernels import ScatterRows, SummedOutTruth, summed_out_truth
+
+    per_pair, dst, src, one_prior, _ = truth_table
+    v, prior = pt.matrix("v"), pt.vector("prior")
+    outs = summed_out_truth(v, prior, pt.constant(dst), pt.constant(src), pt.constant(6))
+    drawn, drawn_prior = pt.tensor3("drawn"), pt.matrix("drawn_prior")
+    batched = vectorize_graph(list(outs), {v: drawn, prior: drawn_prior})
+    # one pass over the table for all draws, not a loop over them
+    assert not any(isinstance(x.owner.op, Blockwise)
+                   and isinstance(x.owner.op.core_op, (ScatterRows, SummedOutTruth))
+                   for x in ancestors(batched) if x.owner)
+    rng = np.random.default_rng(13)
+    draws = per_pair + rng.normal(size=(4, *per_pair.shape))
+    priors = one_prior + rng.normal(size=(4, 3))
+    got = pytensor.function([drawn, drawn_prior], batched, mode="FAST_COMPILE")(draws, priors)
+    for k in range(4):
+        ref = _truth_reference(draws[k], priors[k], dst, src, 6)
+        np.testing.assert_allclose(got[0][k], ref[0], rtol=1e-14)
+        np.testing.assert_allclose(got[1][k], ref[1], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_summed_out_truth_of_an_impossible_item_is_minus_infinity(truth_table, mode):
+    # where a sampler strays to a probability of 0 for every class of an item, the
+    # log-likelihood is -inf and the posterior nan (as pt.logsumexp and the
+    # softmax give), not an exception: the sampler then rejects the step
+    per_pair, dst, src, one_prior, _ = truth_table
+    inputs, outputs = _truth_graph(True, 6, mode)
+    fn = pytensor.function(inputs, outputs, mode=mode)  # the brute-force test's function
+    prior = one_prior.copy()
+    prior[:2] = -np.inf  # only class 2 possible, and item 4's labels rule it out
+    with np.errstate(invalid="ignore"):
+        total, prob = fn(per_pair, prior, dst, src, 6, np.ones(6), np.ones((6, 3)))[:2]
+    assert total[4] == -np.inf and np.isnan(prob[4]).all()
+    ref_total, ref_prob = _truth_reference(per_pair, prior, dst, src, 6)
+    np.testing.assert_allclose(total, ref_total, rtol=1e-14)
+    np.testing.assert_allclose(prob, ref_prob, rtol=1e-13, atol=1e-15)

@@ -20,7 +20,7 @@ from scipy.special import gammaln, xlog1py, xlogy
 from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models._blocks import posterior_from_joint  # noqa: F401 (the EMs' E-step)
-from crowd_models._kernels import scatter_rows
+from crowd_models._kernels import summed_out_truth
 from crowd_models._text import listing
 from crowd_models.data import Annotations
 
@@ -182,24 +182,29 @@ def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
 # ------------------------------------------------- the summed-out true label
 
 
-def item_joint(log_confusion, annotations: Annotations):
-    """(item, true_class) sums of per-annotation log-likelihoods, PyTensor.
+def add_label_likelihood(log_confusion, log_prior, annotations: Annotations) -> None:
+    """Register the labels' likelihood with the true class summed out, and its
+    posterior (:func:`add_item_likelihood`'s variables) for a confusion model.
 
-    ``log_confusion`` is (annotator, true_class, label_class). Each annotation
-    row contributes ``log_confusion[annotator, :, label]`` to its item's row;
-    repeated labels simply add.
+    ``log_confusion`` is (annotator, true_class, label_class): each annotation
+    contributes ``log_confusion[annotator, :, label]`` to its item's row
+    (repeated labels simply add), and ``log_prior`` (true_class,), (1,
+    true_class) or (item, true_class) is added once per item. One operation
+    (:func:`_kernels.summed_out_truth`) gives each item's log-sum-exp and
+    softmax over classes from one pass over the table; every size symbolic, so
+    data sets with other numbers of items, annotators or classes share the
+    compiled functions.
     """
     idx = long_table_data(annotations)
     n_annotators, n_true, n_labels = (log_confusion.shape[a] for a in range(3))
-    # rows (annotator, label), columns true class: one pass over the table
-    # (_kernels.scatter_rows); every size symbolic, so data sets with other
-    # numbers of items, annotators or classes share the compiled functions
+    # rows (annotator, label), columns true class
     per_pair = log_confusion.transpose(0, 2, 1).reshape((n_annotators * n_labels, n_true))
     # computed from the codes at each evaluation (pm.set_data on them is seen), in
     # their int32 (half the memory traffic of int64)
     pair = idx["annotator_idx"] * pt.cast(n_labels, "int32") + idx["label_idx"]
     n_items = pm.modelcontext(None).dim_lengths[D.ITEM]
-    return scatter_rows(per_pair, idx["item_idx"], pair, n_items)
+    total, prob = summed_out_truth(per_pair, log_prior, idx["item_idx"], pair, n_items)
+    _register_item_likelihood(total, prob, annotations)
 
 
 def long_table_data(annotations: Annotations) -> dict:
@@ -277,9 +282,10 @@ def expected_counts(annotations: Annotations, prob) -> np.ndarray:
 
 
 def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.ndarray:
-    """NumPy twin of :func:`item_joint`: the (item, true_class) float64 sums of
-    ``log_confusion[annotator, :, label]`` over each item's annotation rows (0
-    for an item without labels), as one product with :func:`_label_counts`.
+    """The (item, true_class) float64 sums of ``log_confusion[annotator, :,
+    label]`` over each item's annotation rows (0 for an item without labels),
+    as one product with :func:`_label_counts`: in NumPy, the sums that
+    :func:`add_label_likelihood` takes in the graph.
 
     ``log_confusion`` is (annotator, true_class, label_class). Only the entries
     of (annotator, label) pairs that occur are read, as in a gather.
@@ -294,10 +300,6 @@ def item_joint_np(log_confusion: np.ndarray, annotations: Annotations) -> np.nda
     return _label_counts(annotations) @ per_pair
 
 
-def _item_marginal_logp(value, joint):
-    return pt.logsumexp(joint, axis=-1)
-
-
 def add_item_likelihood(joint, annotations: Annotations) -> None:
     """Register the per-item marginal likelihood and the true-label posterior.
 
@@ -306,14 +308,19 @@ def add_item_likelihood(joint, annotations: Annotations) -> None:
     class summed out, so ``pm.compute_log_likelihood`` and ``az.loo`` work per
     item. ``item_class_prob`` is the posterior of the hidden true class.
     """
+    _register_item_likelihood(pt.logsumexp(joint, axis=-1),
+                              pt.special.softmax(joint, axis=-1), annotations)
+
+
+def _item_total_logp(value, total):
+    return total
+
+
+def _register_item_likelihood(total, prob, annotations: Annotations) -> None:
     n_per_item = np.bincount(annotations.item_idx, minlength=annotations.n_items)
-    pm.CustomDist(
-        D.OBSERVED, joint, logp=_item_marginal_logp, signature="(k)->()",
-        observed=n_per_item, dims=D.ITEM,
-    )
-    pm.Deterministic(
-        "item_class_prob", pt.special.softmax(joint, axis=-1), dims=(D.ITEM, D.TRUE_CLASS)
-    )
+    pm.CustomDist(D.OBSERVED, total, logp=_item_total_logp, signature="()->()",
+                  observed=n_per_item, dims=D.ITEM)
+    pm.Deterministic("item_class_prob", prob, dims=(D.ITEM, D.TRUE_CLASS))
     pm.Data("n_labels", annotations.n_labels(), dims=D.ANNOTATOR)
 
 

@@ -399,8 +399,7 @@ def build_model(
         pm.Deterministic("community_prob", pt.special.softmax(logits, axis=1),
                          dims=_DIMS["community_prob"])
         prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
-        joint = C.item_joint(log_conf, annotations) + pt.log(prev)[None, :]
-        C.add_item_likelihood(joint, annotations)
+        C.add_label_likelihood(log_conf, pt.log(prev), annotations)
     return C.attach_protocol(model, "community", start=_start(annotations, pri), em=em,
                              annotations=annotations, arguments=locals())
 

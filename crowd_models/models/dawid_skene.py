@@ -669,8 +669,7 @@ def build_model(
                                          dims=D.TRUE_CLASS)
             eta = X @ coef + intercept
             log_prior = eta - pt.logsumexp(eta, axis=1, keepdims=True)
-        joint = C.item_joint(pt.log(confusion), annotations) + log_prior
-        C.add_item_likelihood(joint, annotations)
+        C.add_label_likelihood(pt.log(confusion), log_prior, annotations)
     return C.attach_protocol(
         model, "dawid_skene", variant,
         start={k: v for k, v in start.items() if not (variant != "full" and k == "confusion")},

@@ -243,8 +243,7 @@ def build_model(
         confusion = pm.Deterministic("confusion", confusion_of(trust, share, xp=pt),
                                      dims=_DIMS["confusion"])
         prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
-        joint = C.item_joint(pt.log(confusion), annotations) + pt.log(prev)[None, :]
-        C.add_item_likelihood(joint, annotations)
+        C.add_label_likelihood(pt.log(confusion), pt.log(prev), annotations)
     return C.attach_protocol(model, "spammer", start=_start(annotations, pri), em=em,
                              annotations=annotations, arguments=locals())
 

@@ -418,8 +418,7 @@ def build_model(
                 intercept = pm.Normal("intercept", 0.0, sigma=1 / np.sqrt(tau))
             eta = X @ coef + intercept
             log_prior = pt.stack([-pt.softplus(eta), -pt.softplus(-eta)], axis=1)
-        joint = C.item_joint(log_conf, annotations) + log_prior
-        C.add_item_likelihood(joint, annotations)
+        C.add_label_likelihood(log_conf, log_prior, annotations)
     return C.attach_protocol(model, "two_coin", start=start, em=em, annotations=annotations,
                              arguments=locals())
 

@@ -25,7 +25,7 @@ measures what it gains on web search). ``confusion`` (annotator, true_class,
 label_class) is the implied confusion matrix, a deterministic, so
 :func:`crowd_models.report.annotator_summary` reports each annotator's
 accuracies beside bias and noise. The true level is summed out exactly
-(``_common.item_joint``), so ``item_labels`` is the item's marginal likelihood
+(``_common.add_label_likelihood``), so ``item_labels`` is the item's marginal likelihood
 of its labels and LOO compares it with Dawid-Skene fairly. There is no
 EM for this variant: fit it with ``cm.fit_map`` (it starts at
 ``model.crowd_start``) or ``cm.sample``. No classifier (features are
@@ -246,8 +246,7 @@ def _build_latent(ann, pri, annotator_cutpoints, guessing) -> pm.Model:
             log_conf = pt.logaddexp(pt.log1p(-guess) + log_conf, pt.log(guess) - np.log(K))
         pm.Deterministic("confusion", pt.exp(log_conf),
                          dims=(D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS))
-        joint = C.item_joint(log_conf, ann) + pt.log(prev)[None, :]
-        C.add_item_likelihood(joint, ann)
+        C.add_label_likelihood(log_conf, pt.log(prev), ann)
     return model
 
 
