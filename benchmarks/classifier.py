@@ -123,7 +123,8 @@ def joint(ann, clf, X_new, max_iter, coef_precision=None):
             fit = dawid_skene.em(ann, **kw)
             proba = cm.predict(fit, X_new)["prob"].values
         else:
-            fit = dawid_skene.em(ann, classifier=clf, tol=JOINT_TOL, max_iter=max_iter)
+            fit = dawid_skene.em(ann, classifier=clf, regularization=None, tol=JOINT_TOL,
+                                 max_iter=max_iter)  # the value each table chose
             proba = placed_proba(clf, X_new, ann.n_classes)
     return (proba, fit["item_class_prob"].values[0, 0], int(fit.attrs["n_iter"]),
             bool(fit.attrs["converged"]))

@@ -23,6 +23,11 @@ against their true class. Columns (accuracy on the new items):
   evidence's, whose fits on the same folds disagree with the fewest held-out
   crowd labels in their hard predictions (Raykar et al.'s S-hat, as
   ``selection.select_penalty`` scores it; ``S a`` the precision);
+* ``Brier``: ``two_coin.em`` at the grid's precision whose logistic
+  regressions, fitted to the labels-only EM's soft labels q on 4/5 of the
+  items, predict the held-out fifth's q best (the expected Brier score
+  sum (q - p)^2; 5 folds, no EM in the choice; ``B a`` the precision), the
+  rule ``regularization="auto"`` applies to a black-box classifier;
 * ``oracle``: the best of ``two_coin.em`` at the precisions 10^-2 ... 10^3
   (one per decade), picked on the new items' truth.
 
@@ -44,7 +49,8 @@ Every rule fits the features standardised over the training items (as the
 families do), the new items put on the same scale. With three sets or more
 (a set: a design and a feature count) the script ends with a leave-one-set-out
 table between the gold-free rules for the default precision: precision 1,
-the evidence (``"auto"``), the held-out crowd likelihood (CV) and S-hat.
+the evidence (``"auto"``), the held-out crowd likelihood (CV), S-hat and
+Brier; then between the two ``em`` offers, and between the evidence and Brier.
 """
 
 from __future__ import annotations
@@ -145,6 +151,25 @@ def cv_precision(ann, alpha, n_folds=5):
     return GRID[int(np.argmax(scores[:len(GRID)]))], grid[order[0]]
 
 
+def brier_precision(ann, n_folds=5):
+    """The grid's precision whose logistic regressions, fitted to the labels-only
+    soft labels q on all items but a fold, predict the fold's q best: the
+    smallest expected Brier score sum (q - p)^2 (what ``regularization="auto"``
+    scores for a black-box classifier, ``models/_tuning.py``), no gold."""
+    q = two_coin.em(ann.with_features(None))["item_class_prob"].values[0, 0][:, 1]
+    X = on_row_space(ann)[0].features
+    fold = np.random.default_rng(0).permutation(len(q)) % n_folds
+    brier = np.zeros(len(GRID))
+    tau = two_coin.DEFAULT_PRIORS["intercept_precision"]
+    for k in range(n_folds):
+        train, held = fold != k, fold == k
+        for g, precision in enumerate(GRID):
+            coef, intercept = two_coin._fit_logistic(X[train], q[train],
+                                                     np.eye(X.shape[1]) * precision, tau)
+            brier[g] += np.sum((q[held] - expit(X[held] @ coef + intercept)) ** 2)
+    return GRID[int(np.argmin(brier))]
+
+
 def one_crowd(d, seed, design="dense"):
     ann, X_new, z_new = (crowd if design == "dense" else embedding_crowd)(d, seed)
     # every rule on the features standardised over the training items, as the
@@ -171,6 +196,8 @@ def one_crowd(d, seed, design="dense"):
     row["CV"] = scores[list(GRID).index(row["cv_alpha"])]
     row["S-hat"] = (row["joint"] if row["s_alpha"] == row["alpha"]
                     else scores[list(GRID).index(row["s_alpha"])])
+    row["brier_alpha"] = brier_precision(ann)
+    row["Brier"] = scores[list(GRID).index(row["brier_alpha"])]
     row["oracle"] = max(scores)
     row["oracle_alpha"] = GRID[int(np.argmax(scores))]
     row["holds"] = (row["joint"] >= row["MV+LR"] and row["joint"] >= row["decoupled"]
@@ -179,7 +206,7 @@ def one_crowd(d, seed, design="dense"):
 
 
 RULES = {"precision 1": "joint@1", "evidence (auto)": "joint", "held-out CV": "CV",
-         "S-hat": "S-hat"}
+         "S-hat": "S-hat", "Brier": "Brier"}
 """The gold-free rules for the default precision, and their columns."""
 
 
@@ -231,9 +258,10 @@ def main(argv=None):
     parser.add_argument("--design", choices=["dense", "embedding"], nargs="+",
                         default=["dense"])
     args = parser.parse_args(argv)
-    cols = ["MV+LR", "decoupled", "joint", "joint@1", "CV", "S-hat", "oracle"]
+    cols = ["MV+LR", "decoupled", "joint", "joint@1", "CV", "S-hat", "Brier", "oracle"]
     print(f"{'design':>9} {'d':>5} {'seed':>4} " + " ".join(f"{c:>9}" for c in cols)
-          + f" {'alpha':>8} {'cv a':>8} {'S a':>8} {'oracle a':>8} {'s':>6} holds", flush=True)
+          + f" {'alpha':>8} {'cv a':>8} {'S a':>8} {'B a':>8} {'oracle a':>8} {'s':>6} holds",
+          flush=True)
     rows = []
     for design in args.design:
         for d in args.d:
@@ -244,11 +272,13 @@ def main(argv=None):
                 rows.append(r)
                 print(f"{design:>9} {d:>5} {seed:>4} " + " ".join(f"{r[c]:>9.3f}" for c in cols)
                       + f" {r['alpha']:>8.3g} {r['cv_alpha']:>8.3g} {r['s_alpha']:>8.3g}"
+                      f" {r['brier_alpha']:>8.3g}"
                       f" {r['oracle_alpha']:>8.3g}"
                       f" {r['s']:>6.1f} {r['holds']}", flush=True)
     if len({(r["design"], r["d"]) for r in rows}) > 2:
         leave_one_set_out(rows)
         leave_one_set_out(rows, ("precision 1", "evidence (auto)"))  # what em() offers
+        leave_one_set_out(rows, ("evidence (auto)", "Brier"))  # the default's challenger
 
 
 if __name__ == "__main__":

@@ -18,8 +18,23 @@ its accuracy, and the grid's best accuracy (the oracle, picked on gold).
   ``alpha`` as ``classifier=`` (each after a ``StandardScaler`` in a
   ``Pipeline``; ``--only music-mlp`` for the MLP, about 35 minutes).
 
+``--only defaults``: the default of a black-box ``classifier=``,
+``regularization="auto"``, against the classifier as given. For each set and
+classifier, the Dawid-Skene (disc, music) or two-coin (embedding) EM at every
+value of the classifier's grid (``models/_tuning.GRIDS``), scored on the new
+items' gold; the value four gold-free criteria pick from the same
+cross-fitted predictions of the labels-only soft labels (``CRITERIA``); the
+value ``regularization="auto"`` picks; then leave one design out among the
+criteria, and between "auto" and as given. Designs: the disc above (an MLP,
+a tree, a forest of 50 trees), ``classifier_prior.py``'s embedding crowds with
+200 and 1,000 features (a logistic regression and an MLP, each after a
+``StandardScaler``), music genre (the same two). About 45 minutes as two jobs
+(``--designs disc music`` and ``--designs embedding200 embedding1000``, each
+with its ``--rows-out``; ``--tables A.json B.json`` prints the tables of both).
+
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/crowd_selection.py
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/crowd_selection.py --only music
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/crowd_selection.py --only defaults
 """
 
 from __future__ import annotations
@@ -47,6 +62,8 @@ def search(estimator, grid, X, Y, X_new, gold_new):
     from crowd_models.sklearn import crowd_log_likelihood
 
     (name, values), = grid.items()
+    if estimator.classifier is not None:  # the grid's value as given, not tuned again
+        estimator = clone(estimator).set_params(regularization=None)
     t0 = time.perf_counter()
     found = GridSearchCV(estimator, grid, scoring=crowd_log_likelihood, refit=False,
                          cv=KFold(FOLDS, shuffle=True, random_state=0)).fit(X, Y)
@@ -140,11 +157,185 @@ def music_mlp():
                 wide(train), test_x[train.feature_names].to_numpy(), test_gold.to_numpy()))
 
 
+CRITERIA = ("marginal", "xent", "brier", "expacc")
+"""Gold-free scores of the cross-fitted classifiers' held-out predictions p
+against the labels-only soft labels q: ``marginal``, the held-out crowd labels'
+likelihood (sum_i log sum_c p_ic L_ic, L the labels' likelihood given the
+class; ``crowd_log_likelihood``'s score); ``xent``, the expected log loss
+-sum q log p; ``brier``, the expected Brier score sum (q - p)^2 (the one
+``regularization="auto"`` uses); ``expacc``, the expected accuracy sum_i
+q_i[argmax p_i]."""
+
+
+def grid_row(set_name, family, ann, X_new, gold, clf_name, clf):
+    """One set and classifier: the joint EM's accuracy on the new items at each
+    value of the classifier's grid (``_tuning.GRIDS``), the value each gold-free
+    criterion picks, the value ``regularization="auto"`` picks, and the index of
+    scikit-learn's default (the classifier as given)."""
+    import inspect
+
+    from scipy.special import logsumexp
+    from sklearn.base import clone
+
+    from crowd_models.models import _common, _tuning, dawid_skene, two_coin
+
+    module = {"dawid_skene": dawid_skene, "two_coin": two_coin}[family]
+    steps = getattr(clf, "steps", None)
+    last = clf if steps is None else steps[-1][1]
+    base, grid = _tuning.GRIDS[type(last).__name__]
+    name = base if steps is None else f"{steps[-1][0]}__{base}"
+    default = inspect.signature(type(last).__init__).parameters[base].default
+    t0 = time.perf_counter()
+    probe = clone(clf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fit = module.em(ann, classifier=probe, tol=TOL, max_iter=1)
+    auto = int(np.argmin(fit.attrs["classifier_brier"]))
+    tuning_s = time.perf_counter() - t0
+    plain = module.em(ann.with_features(None), **(
+        {"prevalence_prior": 1.0} if family == "dawid_skene" else {}))
+    q = plain["item_class_prob"].values[0, 0]
+    if family == "dawid_skene":
+        log_confusion = np.log(np.clip(plain["confusion"].values[0, 0], 1e-300, 1))
+    else:
+        sens, spec = (plain[v].values[0, 0] for v in ("sensitivity", "specificity"))
+        log_confusion = np.log(np.stack([np.stack([spec, 1 - spec], -1),
+                                         np.stack([1 - sens, sens], -1)], 1))
+    joint = _common.item_joint_np(log_confusion, ann)
+    P = _tuning.held_out_predictions(ann, clf, name, grid, q)
+    logP = np.log(np.maximum(P, 1e-300))
+    scores = {"marginal": logsumexp(joint + logP, axis=2).sum(axis=1),
+              "xent": np.sum(q * logP, axis=(1, 2)),
+              "brier": -np.sum((q - P) ** 2, axis=(1, 2)),
+              "expacc": np.take_along_axis(q[None], P.argmax(axis=2)[..., None],
+                                           axis=2).sum(axis=(1, 2))}
+    accs, seconds = [], []
+    for value in grid:
+        model = clone(clf).set_params(**{name: value})
+        t0 = time.perf_counter()
+        module.em(ann, classifier=model, regularization=None, tol=TOL, max_iter=MAX_ITER)
+        seconds.append(time.perf_counter() - t0)
+        accs.append(float(np.mean(_codes_predicted(model, X_new) == gold)))
+    row = {"set": set_name, "classifier": clf_name, "parameter": name,
+           "grid": [repr(v) for v in grid], "acc": accs,
+           "picks": {c: int(np.argmax(scores[c])) for c in CRITERIA},
+           "auto": auto, "as given": [repr(v) for v in grid].index(repr(default)),
+           "tuning s": tuning_s, "em s": float(np.median(seconds))}
+    print(f"  {set_name:<16} {clf_name:<8} {name}: "
+          + " ".join(f"{g}:{a:.3f}" for g, a in zip(row["grid"], accs, strict=True))
+          + f" | as given {accs[row['as given']]:.3f}, auto {row['grid'][auto]} "
+          f"{accs[auto]:.3f}, oracle {max(accs):.3f} | "
+          + ", ".join(f"{c} {row['grid'][i]}" for c, i in row["picks"].items())
+          + f" | tuning {tuning_s:.0f} s, an EM {row['em s']:.0f} s", flush=True)
+    return row
+
+
+def _codes_predicted(model, X):
+    return np.asarray(model.classes_)[np.argmax(model.predict_proba(X), axis=1)]
+
+
+def default_sets(seeds, which):
+    """(set, family, annotations, new features, new items' class codes,
+    [(name, classifier)]) of the designs in ``which``."""
+    from classifier import disc_crowd
+    from classifier_prior import embedding_crowd
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    import crowd_models as cm
+
+    def mlp(max_iter):
+        return make_pipeline(StandardScaler(), MLPClassifier(
+            hidden_layer_sizes=(32,), max_iter=max_iter, random_state=0))
+
+    lr = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    if "disc" in which:
+        for seed in seeds:
+            ann, X_new, z_new = disc_crowd(seed)
+            yield (f"disc {seed}", "dawid_skene", ann, X_new, z_new, [
+                ("MLP(32)", mlp(500)), ("tree", DecisionTreeClassifier(random_state=0)),
+                ("forest", RandomForestClassifier(n_estimators=50, random_state=0))])
+    for d in (200, 1000):
+        if f"embedding{d}" in which:
+            for seed in seeds:
+                ann, X_new, z_new = embedding_crowd(d, seed)
+                yield (f"embedding {d} {seed}", "two_coin", ann, X_new, z_new,
+                       [("LR", lr), ("MLP(32)", mlp(200))])
+    if "music" in which:
+        train = cm.datasets.load_music_genre("train")
+        test_x, test_gold = cm.datasets.load_music_genre("test")
+        codes = np.searchsorted(train.classes, test_gold.to_numpy())
+        yield ("music", "dawid_skene", train, test_x[train.feature_names].to_numpy(), codes,
+               [("LR", lr), ("MLP(32)", mlp(200))])
+
+
+DESIGNS = ("disc", "embedding200", "embedding1000", "music")
+
+
+def defaults(seeds, which, rows_out):
+    """Every grid value's accuracy and every criterion's pick, saved to ``rows_out``."""
+    import json
+
+    print("\nThe joint EM's accuracy on the new items at each grid value; the picks")
+    rows = [grid_row(set_name, family, ann, X_new, gold, clf_name, clf)
+            for set_name, family, ann, X_new, gold, classifiers in default_sets(seeds, which)
+            for clf_name, clf in classifiers]
+    with open(rows_out, "w") as out:
+        json.dump(rows, out)
+    tables(rows)
+
+
+def tables(rows):
+    """Leave one design out: among the gold-free criteria, and the default
+    ("auto") against the classifier as given."""
+
+    def design(r):
+        return r["set"].rsplit(" ", 1)[0] if r["set"][-1].isdigit() else r["set"]
+
+    def acc(r, rule):
+        index = r["picks"][rule] if rule in CRITERIA else r[rule]
+        return r["acc"][index]
+
+    for title, rules in (("among the gold-free criteria", CRITERIA),
+                         ("the default against the classifier as given", ("as given", "auto"))):
+        print(f"\nLeave one design out, {title} (mean accuracy on the held-out design)")
+        print(f"  {'held out':<16}" + "".join(f"{r:>10}" for r in rules) + "  picked on the others")
+        chosen = []
+        for held in sorted({design(r) for r in rows}):
+            others = [r for r in rows if design(r) != held]
+            pick = max(rules, key=lambda rule: np.mean([acc(r, rule) for r in others]))
+            mine = [r for r in rows if design(r) == held]
+            chosen += [acc(r, pick) for r in mine]
+            print(f"  {held:<16}" + "".join(f"{np.mean([acc(r, rule) for r in mine]):10.3f}"
+                                            for rule in rules) + f"  {pick}")
+        for rule in rules:
+            gaps = [acc(r, rule) - max(r["acc"]) for r in rows]
+            print(f"  always {rule}: mean {np.mean([acc(r, rule) for r in rows]):.4f}, worst "
+                  f"under the oracle {min(gaps):+.3f}, within 0.01 of it on "
+                  f"{sum(g >= -0.01 for g in gaps)} of {len(gaps)}")
+        print(f"  chosen out of design: mean {np.mean(chosen):.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("disc", "music", "music-mlp"))
+    parser.add_argument("--only", choices=("disc", "music", "music-mlp", "defaults"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS),
+                        help="--only defaults: the designs to run")
+    parser.add_argument("--rows-out", default="crowd_selection_rows.json",
+                        help="--only defaults: where to save the rows")
+    parser.add_argument("--tables", nargs="+", metavar="ROWS.json",
+                        help="print the leave-one-design-out tables of saved rows and stop")
     args = parser.parse_args()
+    if args.tables:
+        import json
+
+        tables([row for path in args.tables for row in json.load(open(path))])
+        return
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
@@ -157,6 +348,8 @@ def main() -> None:
             disc(args.seeds)
         if args.only in (None, "music-mlp"):
             music_mlp()
+        if args.only in (None, "defaults"):
+            defaults(args.seeds, args.designs, args.rows_out)
 
 
 if __name__ == "__main__":

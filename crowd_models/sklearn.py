@@ -81,6 +81,17 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         step, which gets the features as given (put a ``StandardScaler`` before
         this estimator in a ``Pipeline`` where it needs them scaled, or give a
         ``Pipeline`` here: the weights go to its last step).
+    regularization : "auto", None or {parameter: values}, default "auto"
+        With a ``classifier``: "auto" chooses its own regularisation parameter
+        (a logistic regression's ``C``, an MLP's ``alpha``, a tree's
+        ``max_depth``, ...) without gold when it holds the class's default: the
+        value whose clones, fitted to the labels-only soft labels on four
+        fifths of the items, predict the other fifth's best (the family's
+        ``em``; ``fit_.attrs["classifier_tuning"]`` says what it chose,
+        ``classifier_`` holds it); None keeps it as given; a
+        dict of one parameter, named as ``set_params`` names it, searches
+        those values. Without a ``classifier`` leave it "auto"
+        (``coef_precision`` is the built-in classifier's).
     variant : str, default "full"
         The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
         ``classifier``); two-coin has none.
@@ -139,12 +150,14 @@ sensitivity_prior, specificity_prior : optional
     >>> model.predict_proba(np.zeros((2, 3)))
     """
 
-    def __init__(self, family="dawid_skene", classifier=None, *, variant="full",
+    def __init__(self, family="dawid_skene", classifier=None, *, regularization="auto",
+                 variant="full",
                  coef_precision=None, intercept_precision=None, prevalence_prior=None,
                  confusion_prior=None, accuracy_prior=None, sensitivity_prior=None,
                  specificity_prior=None, tol=None, max_iter=None):
         self.family = family
         self.classifier = classifier
+        self.regularization = regularization
         self.variant = variant
         self.coef_precision = coef_precision
         self.intercept_precision = intercept_precision
@@ -202,6 +215,7 @@ sensitivity_prior, specificity_prior : optional
                              f"{listing(annotations.classes)}: use family='dawid_skene'.")
         if self.classifier is not None:
             options["classifier"] = clone(self.classifier)
+        options["regularization"] = self.regularization
         self.fit_ = module.em(annotations, **options)
         self.classifier_ = options.get("classifier")
         self.classes_ = np.asarray(annotations.classes)

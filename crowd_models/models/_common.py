@@ -143,10 +143,11 @@ def beta_logpdf_nojac(x, a, b):
 
 # ------------------------------------------------------- the family protocol
 EM_CONTROLS = frozenset({"tol", "max_iter", "accelerate", "start", "classifier",
-                         "chunk_items"})
+                         "regularization", "chunk_items"})
 """Keywords of a family's ``em`` that steer the iteration, not the model (a
-black-box ``classifier`` replaces the model's GLM in the M-step): the EM that
-``fit_map`` compares with gets their defaults."""
+black-box ``classifier`` replaces the model's GLM in the M-step, and
+``regularization`` tunes it): the EM that ``fit_map`` compares with gets their
+defaults."""
 
 
 def attach_protocol(model: pm.Model, family: str, variant: str = "", *, start,
@@ -350,7 +351,7 @@ def check_classifier(classifier, annotations: Annotations, family: str) -> None:
             and callable(getattr(classifier, "predict_proba", None))):
         raise TypeError(f"classifier must be a scikit-learn classifier with fit and "
                         f"predict_proba, got {type(classifier).__name__}.")
-    last = _last_step(classifier)
+    last = last_step(classifier)
     fitted = classifier if last is None else last[1]
     try:
         parameters = inspect.signature(fitted.fit).parameters.values()
@@ -364,7 +365,7 @@ def check_classifier(classifier, annotations: Annotations, family: str) -> None:
             f"HistGradientBoostingClassifier, RandomForestClassifier, ...).")
 
 
-def _last_step(classifier):
+def last_step(classifier):
     """The ``(name, estimator)`` last step of a scikit-learn ``Pipeline`` (anything
     with a list of such ``steps``), or None for a plain estimator."""
     steps = getattr(classifier, "steps", None)
@@ -377,7 +378,7 @@ def fit_weighted(classifier, features, targets, weight):
     """``classifier.fit(features, targets)`` with each row's ``weight`` as its
     ``sample_weight``; a ``Pipeline`` takes it as ``<last step>__sample_weight``
     (its own ``fit`` routes no ``sample_weight``)."""
-    last = _last_step(classifier)
+    last = last_step(classifier)
     if last is None:
         return classifier.fit(features, targets, sample_weight=weight)
     return classifier.fit(features, targets, **{f"{last[0]}__sample_weight": weight})

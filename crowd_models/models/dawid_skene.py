@@ -55,7 +55,7 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
-from crowd_models.models import _chunked, _em, _evidence, _registry
+from crowd_models.models import _chunked, _em, _evidence, _registry, _tuning
 from crowd_models.models import _common as C
 
 __all__ = ["build_model", "em", "empirical_spread", "simulate", "predict_draws", "VARIANTS",
@@ -725,6 +725,7 @@ def em(
     start=None,
     accelerate: bool = True,
     classifier=None,
+    regularization="auto",
     chunk_items: int | None = None,
 ) -> xr.Dataset:
     """Dawid-Skene MAP-EM ("full", "one_coin" or "pooled"), from the majority-vote start.
@@ -769,6 +770,11 @@ def em(
     ``LogisticRegression(C=1 / coef_precision)`` (its intercept unpenalised:
     ``intercept_precision`` near 0 here) it reaches the softmax classifier's
     fixed point. ``fit_map`` and ``sample`` keep the softmax classifier.
+
+    ``regularization`` (with a ``classifier``): "auto" (the default) chooses
+    the classifier's own regularisation parameter without gold before the EM,
+    None keeps it as given, ``{parameter: values}`` searches that grid; as in
+    :func:`crowd_models.models.two_coin.em` (``attrs["classifier_tuning"]``).
 
     Large crowds (full and one-coin variants, no features): ``annotations`` may be
     a :class:`~crowd_models.large.ChunkedAnnotations` (narrow codes, read
@@ -818,8 +824,10 @@ def em(
             raise ValueError(f"start must be (item, true_class) = "
                              f"({annotations.n_items}, {annotations.n_classes}) probabilities.")
         start = start / start.sum(axis=1, keepdims=True)
+    _tuning.require_classifier(classifier, regularization)
     if classifier is not None:
-        return _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter)
+        return _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,
+                              max_iter)
     annotations = annotations.standardized()
     spread = _pooled_spread(annotations, pri, variant, spread)
     if variant == "pooled":
@@ -945,25 +953,29 @@ def _large_em(annotations, variant, chunk_items, priors, controls, tol, max_iter
         supports=_EM_SUPPORTS)
 
 
-def _classifier_em(annotations, pri, variant, classifier, start, tol, max_iter) -> xr.Dataset:
+def _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,
+                   max_iter) -> xr.Dataset:
     """:func:`em` with a scikit-learn classifier as the prior of the truth."""
     if variant not in ("full", "one_coin"):
         raise ValueError(f"classifier= is for the full and one-coin variants, not "
                          f"variant={variant!r}; use variant='full' or 'one_coin', or "
                          f"classifier=None for the softmax classifier.")
     C.check_classifier(classifier, annotations, "the Dawid-Skene model")
-    params, prob, item_ll, n_iter, converged = C.classifier_em(
-        annotations, classifier, majority_vote(annotations).values if start is None else start,
-        rates=lambda plain, soft: _m_step(plain, soft, pri, variant),  # prevalence unused
-        log_confusion=lambda prm: np.log(np.clip(prm["confusion"], C.PROB_FLOOR, 1)),
-        tol=tol, max_iter=max_iter)
+    steps = dict(rates=lambda plain, soft: _m_step(plain, soft, pri, variant),  # prevalence unused
+                 log_confusion=lambda prm: np.log(np.clip(prm["confusion"], C.PROB_FLOOR, 1)),
+                 tol=tol, max_iter=max_iter)
+    start = majority_vote(annotations).values if start is None else start
+    tuning = _tuning.tune(annotations, classifier, regularization, start, **steps)
+    params, prob, item_ll, n_iter, converged = C.classifier_em(annotations, classifier, start,
+                                                               **steps)
     params.pop("prevalence", None)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,
         extra=_conjugate(annotations, prob, pri, variant),
         attrs={"family": "dawid_skene", "variant": variant, "method": "em",
                "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
-               "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged)},
+               "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged),
+               **tuning},
         supports=_EM_SUPPORTS,
     )
 

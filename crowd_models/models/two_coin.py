@@ -27,7 +27,7 @@ from crowd_models import _dims as D
 from crowd_models import _trust
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
-from crowd_models.models import _chunked, _em, _evidence, _registry
+from crowd_models.models import _chunked, _em, _evidence, _registry, _tuning
 from crowd_models.models import _common as C
 
 __all__ = ["build_model", "em", "simulate", "decoupled", "predict", "predict_draws",
@@ -437,6 +437,7 @@ def em(
     max_iter: int = 10_000,
     accelerate: bool = True,
     classifier=None,
+    regularization="auto",
     chunk_items: int | None = None,
 ) -> xr.Dataset:
     """Raykar et al.'s MAP-EM, from the majority-vote start.
@@ -482,6 +483,15 @@ def em(
     ``attrs["classifier"]`` naming it. ``fit_map`` and ``sample`` keep the
     logistic regression.
 
+    ``regularization`` (with a ``classifier``): "auto" (the default) chooses
+    the classifier's own regularisation parameter (a logistic regression's
+    ``C``, an MLP's ``alpha``, a tree's ``max_depth``, ...) without gold before
+    the EM, while it holds the class's default: the value whose clones, fitted
+    to the labels-only soft labels on four fifths of the items, predict the
+    other fifth's best (expected Brier score). None keeps it as given,
+    ``{parameter: values}`` searches that grid; ``attrs["classifier_tuning"]``
+    says what was done.
+
     Large crowds (no features): ``annotations`` may be a
     :class:`~crowd_models.large.ChunkedAnnotations` (read ``chunk_items`` items
     at a time; ``chunk_items=`` with ``Annotations`` builds one) or a
@@ -507,8 +517,9 @@ def em(
     auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   1.0 if auto else coef_precision, intercept_precision)
+    _tuning.require_classifier(classifier, regularization)
     if classifier is not None:
-        return _classifier_em(annotations, pri, classifier, tol, max_iter)
+        return _classifier_em(annotations, pri, classifier, regularization, tol, max_iter)
     annotations = annotations.standardized()
     attrs = {}
     if auto and annotations.features is not None:
@@ -601,20 +612,23 @@ def _evidence_em(annotations, pri, tol, max_iter, accelerate):
                                        "evidence_converged": int(settled)}
 
 
-def _classifier_em(annotations, pri, classifier, tol, max_iter) -> xr.Dataset:
+def _classifier_em(annotations, pri, classifier, regularization, tol, max_iter) -> xr.Dataset:
     """:func:`em` with a scikit-learn classifier as the prior of the truth."""
     C.check_classifier(classifier, annotations, "the two-coin model")
-    params, prob, item_ll, n_iter, converged = C.classifier_em(
-        annotations, classifier, majority_vote(annotations).values,
-        rates=lambda plain, soft: _m_step(plain, soft[:, 1], pri),  # prevalence unused
-        log_confusion=lambda prm: _log_confusion(prm["sensitivity"], prm["specificity"]),
-        tol=tol, max_iter=max_iter)
+    steps = dict(rates=lambda plain, soft: _m_step(plain, soft[:, 1], pri),  # prevalence unused
+                 log_confusion=lambda prm: _log_confusion(prm["sensitivity"],
+                                                          prm["specificity"]),
+                 tol=tol, max_iter=max_iter)
+    start = majority_vote(annotations).values
+    tuning = _tuning.tune(annotations, classifier, regularization, start, **steps)
+    params, prob, item_ll, n_iter, converged = C.classifier_em(annotations, classifier, start,
+                                                               **steps)
     params.pop("prevalence", None)
     return _dataset(annotations, {**params, "item_class_prob": prob},
                     _counts(annotations, prob[:, 1]), pri, {
                         "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
                         "classifier": repr(classifier), "n_iter": n_iter,
-                        "converged": int(converged)})
+                        "converged": int(converged), **tuning})
 
 
 def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Dataset:
