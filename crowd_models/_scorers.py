@@ -102,7 +102,9 @@ def crowd_log_likelihood(estimator, X, Y) -> float:
     the number of labels scored: nats per label, greater is better. As
     ``scoring=`` in ``GridSearchCV`` or ``cross_val_score`` it chooses a
     classifier's regularisation (``coef_precision``, or a black-box
-    classifier's own parameter such as ``classifier__alpha``) without gold.
+    classifier's own parameter such as ``classifier__alpha``, with the
+    estimator's ``regularization=None`` so that the grid's values stand) without
+    gold.
 
     Parameters
     ----------

@@ -91,7 +91,10 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         ``classifier_`` holds it); None keeps it as given; a
         dict of one parameter, named as ``set_params`` names it, searches
         those values. Without a ``classifier`` leave it "auto"
-        (``coef_precision`` is the built-in classifier's).
+        (``coef_precision`` is the built-in classifier's). A grid search of
+        your own over the classifier's parameter (``classifier__alpha``)
+        wants ``regularization=None``: "auto" cannot tell the default value
+        set by the search from one left alone, and would choose again.
     variant : str, default "full"
         The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
         ``classifier``); two-coin has none.
