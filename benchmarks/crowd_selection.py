@@ -180,11 +180,11 @@ def grid_row(set_name, family, ann, X_new, gold, clf_name, clf):
     from crowd_models.models import _common, _tuning, dawid_skene, two_coin
 
     module = {"dawid_skene": dawid_skene, "two_coin": two_coin}[family]
-    steps = getattr(clf, "steps", None)
-    last = clf if steps is None else steps[-1][1]
-    base, grid = _tuning.GRIDS[type(last).__name__]
-    name = base if steps is None else f"{steps[-1][0]}__{base}"
-    default = inspect.signature(type(last).__init__).parameters[base].default
+    last = _common.last_step(clf)
+    step = clf if last is None else last[1]
+    base, grid = _tuning.GRIDS[type(step).__name__]
+    name = base if last is None else f"{last[0]}__{base}"
+    default = inspect.signature(type(step).__init__).parameters[base].default
     t0 = time.perf_counter()
     probe = clone(clf)
     with warnings.catch_warnings():

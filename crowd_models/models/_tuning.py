@@ -102,8 +102,7 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
 
 def require_classifier(classifier, regularization) -> None:
     """A ValueError when ``regularization`` is set without a ``classifier`` to apply to."""
-    if classifier is None and not (isinstance(regularization, str)
-                                   and regularization == "auto"):
+    if classifier is None and not _is_auto(regularization):
         raise ValueError(f"regularization={regularization!r} applies to a classifier= (its "
                          f"own regularisation parameter); the built-in classifier's "
                          f"regularisation is coef_precision. Give classifier=, or leave "
@@ -115,8 +114,6 @@ def _search_plan(classifier, regularization):
     reason the classifier stays as given."""
     if regularization is None:
         return None, None, "as given (regularization=None)"
-    last = C.last_step(classifier)
-    prefix, estimator = ("", classifier) if last is None else (f"{last[0]}__", last[1])
     if isinstance(regularization, dict):
         if len(regularization) != 1:
             raise ValueError(
@@ -132,9 +129,11 @@ def _search_plan(classifier, regularization):
         if not values:
             raise ValueError(f"regularization={{{name!r}: []}} gives no value to try.")
         return name, values, ""
-    if regularization != "auto":
+    if not _is_auto(regularization):
         raise ValueError(f"regularization must be 'auto', None or {{parameter: values}}, "
                          f"got {regularization!r}.")
+    last = C.last_step(classifier)
+    prefix, estimator = ("", classifier) if last is None else (f"{last[0]}__", last[1])
     kind = type(estimator).__name__
     if kind not in GRIDS:
         return None, None, (f"as given: {kind} has no known regularisation parameter "
@@ -146,6 +145,11 @@ def _search_plan(classifier, regularization):
     if default is inspect.Parameter.empty or not _same(current, default):
         return None, None, f"as given: {name}={current!r} set by the caller"
     return prefix + name, grid, ""
+
+
+def _is_auto(value) -> bool:
+    """Whether ``regularization`` is "auto" (any other value, arrays included, is not)."""
+    return isinstance(value, str) and value == "auto"
 
 
 def _same(a, b) -> bool:
