@@ -137,6 +137,12 @@ def crowd_log_likelihood(estimator, X, Y) -> float:
     check_is_fitted(estimator, "fit_")
     if estimator.fit_.attrs.get("family") == "continuous":
         return _continuous_log_likelihood(estimator, X, Y)
+    if estimator.fit_.attrs.get("family") == "ordinal":
+        raise ValueError("crowd_log_likelihood needs a distribution of the labels, and the "
+                         "cumulative ordinal model has none (its likelihood is a composite of "
+                         "K - 1 binary problems): score family='ordinal' against gold with "
+                         "gold_scorer; its regularization='auto' chooses the classifier's "
+                         "parameter without gold.")
     log_prior = np.log(np.maximum(estimator.predict_proba(X), _PROB_FLOOR))
     matrix, annotator = _fitted_annotators(
         class_labels(label_matrix(Y, len(log_prior), "crowd_log_likelihood")), estimator.fit_)

@@ -120,9 +120,11 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
         raise ValueError(f"the {record.title} model has no classifier of the features to "
                          f"predict with.")
     if "classifier" in fit.attrs:
+        how = (f"{record.module_name}.classifiers_predict(those estimators, features)"
+               if hasattr(module, "classifiers_predict") else "that estimator's predict_proba")
         raise ValueError(f"this {record.title} fit's classifier is the scikit-learn estimator "
                          f"its em was given ({fit.attrs['classifier']}), fitted in place: "
-                         f"predict new items with that estimator's predict_proba.")
+                         f"predict new items with {how}.")
     if "coef" not in post or "intercept" not in post:
         raise ValueError(f"this {record.title} fit has no classifier: it was fitted without "
                          f"features. Refit with the items' features to predict new ones.")

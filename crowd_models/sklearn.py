@@ -4,10 +4,11 @@
 the items' features ``X`` and the items x annotators label matrix ``Y`` (a
 missing entry, NaN, None or ``pandas.NA``, where an annotator did not label
 the item), and fits the truth, the annotators' quality and a classifier of the
-truth from the features together: Raykar et al. (2009), with the two-coin or
-the Dawid-Skene family's EM. The classifier is the family's own logistic
-(softmax) regression, or any scikit-learn classifier trained on the soft
-labels (``classifier=``, sec. 6.3). It predicts new items from their features
+truth from the features together: Raykar et al. (2009), with the two-coin,
+the Dawid-Skene or the cumulative ordinal family's EM. The classifier is the
+family's own logistic (softmax) regression, or any scikit-learn classifier
+trained on the soft labels (``classifier=``, sec. 6.3; ordinal: one per
+threshold). It predicts new items from their features
 alone, and it clones, pickles and sits at the end of a ``Pipeline``.
 
 :class:`CrowdRegressor` is its counterpart for continuous labels: ``fit(X, Y)``
@@ -44,7 +45,7 @@ from crowd_models.models import _registry
 
 __all__ = ["CrowdClassifier", "CrowdRegressor", "crowd_log_likelihood", "gold_scorer"]
 
-FAMILIES = ("dawid_skene", "two_coin")
+FAMILIES = ("dawid_skene", "two_coin", "ordinal")
 """The families :class:`CrowdClassifier` fits (the categorical ones with a
 classifier of the features and an EM)."""
 
@@ -68,10 +69,13 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    family : {"dawid_skene", "two_coin"}, default "dawid_skene"
+    family : {"dawid_skene", "two_coin", "ordinal"}, default "dawid_skene"
         The annotator model: a confusion matrix per annotator (any number of
-        classes), or a sensitivity and specificity per annotator (two classes,
-        the second the positive one).
+        classes); a sensitivity and specificity per annotator (two classes,
+        the second the positive one); or, for ordered levels (integer labels,
+        e.g. 1..5), the cumulative ordinal model, a sensitivity and
+        specificity per annotator and threshold "level > c", with one binary
+        classifier per threshold (Raykar et al. sec. 8.2).
     classifier : scikit-learn classifier or None, default None
         None: the family's logistic (softmax) regression with its Gaussian prior
         (``coef_precision``) on the features standardised over the training
@@ -80,7 +84,8 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         ``predict_proba``, cloned and trained on the soft labels at each EM
         step, which gets the features as given (put a ``StandardScaler`` before
         this estimator in a ``Pipeline`` where it needs them scaled, or give a
-        ``Pipeline`` here: the weights go to its last step).
+        ``Pipeline`` here: the weights go to its last step). The ordinal
+        family trains one clone per threshold on "level > c".
     regularization : "auto", None or {parameter: values}, default "auto"
         With a ``classifier``: "auto" chooses its own regularisation parameter
         (a logistic regression's ``C``, an MLP's ``alpha``, a tree's
@@ -95,9 +100,10 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         your own over the classifier's parameter (``classifier__alpha``)
         wants ``regularization=None``: "auto" cannot tell the default value
         set by the search from one left alone, and would choose again.
-    variant : str, default "full"
-        The Dawid-Skene variant: "full", "one_coin" (and "pooled" without a
-        ``classifier``); two-coin has none.
+    variant : str or None, default None
+        The family's variant; None takes its default. Dawid-Skene: "full" (the
+        default), "one_coin" (and "pooled" without a ``classifier``); ordinal:
+        "cumulative" (the variant with an EM); two-coin has none.
     coef_precision, intercept_precision, prevalence_prior, confusion_prior, accuracy_prior, \
 sensitivity_prior, specificity_prior : optional
         The family's prior keywords (see its ``build_model``); None takes the
@@ -125,8 +131,9 @@ sensitivity_prior, specificity_prior : optional
         The family's EM fit (``crowd_models.predict`` and the report read it).
     n_iter_ : int
         The EM steps run.
-    classifier_ : scikit-learn classifier or None
-        The fitted clone of ``classifier``.
+    classifier_ : scikit-learn classifier, list of them, or None
+        The fitted clone of ``classifier`` (ordinal: a list, one per
+        threshold, in threshold order).
 
     Notes
     -----
@@ -154,7 +161,7 @@ sensitivity_prior, specificity_prior : optional
     """
 
     def __init__(self, family="dawid_skene", classifier=None, *, regularization="auto",
-                 variant="full",
+                 variant=None,
                  coef_precision=None, intercept_precision=None, prevalence_prior=None,
                  confusion_prior=None, accuracy_prior=None, sensitivity_prior=None,
                  specificity_prior=None, tol=None, max_iter=None):
@@ -216,7 +223,10 @@ sensitivity_prior, specificity_prior : optional
             raise ValueError(f"Only binary classification is supported by family='two_coin'; "
                              f"Y holds {annotations.n_classes} classes "
                              f"{listing(annotations.classes)}: use family='dawid_skene'.")
-        if self.classifier is not None:
+        if self.classifier is not None and self.family == "ordinal":
+            options["classifier"] = [clone(self.classifier)
+                                     for _ in range(annotations.n_classes - 1)]
+        elif self.classifier is not None:
             options["classifier"] = clone(self.classifier)
         options["regularization"] = self.regularization
         self.fit_ = module.em(annotations, **options)
@@ -258,6 +268,10 @@ sensitivity_prior, specificity_prior : optional
             from crowd_models.prediction import predict
 
             return predict(self.fit_, X)["prob"].values
+        if self.family == "ordinal":
+            from crowd_models.models.ordinal import classifiers_predict
+
+            return classifiers_predict(self.classifier_, X)
         proba = np.asarray(self.classifier_.predict_proba(X), dtype=float)
         out = np.zeros((len(X), len(self.classes_)))
         out[:, np.asarray(self.classifier_.classes_, dtype=int)] = proba  # fitted on codes
@@ -338,11 +352,16 @@ sensitivity_prior, specificity_prior : optional
                     f"{name}={value!r} is not a prior of family={self.family!r}, which takes "
                     f"{listing(n for n in _PRIORS if n in takes)}; leave {name}=None.")
             options[name] = value
-        if self.family == "dawid_skene":
+        if self.family == "ordinal" and self.variant not in (None, "cumulative"):
+            raise ValueError(f"variant={self.variant!r}: family='ordinal' fits the cumulative "
+                             f"variant, the one with an EM; leave variant=None (fit the latent "
+                             f"variant with cm.fit_map(ordinal.build_model(..., "
+                             f"variant='latent')) outside this estimator).")
+        if self.family == "two_coin" and self.variant is not None:
+            raise ValueError(f"variant={self.variant!r}: family='two_coin' has no variants "
+                             f"(leave variant=None).")
+        if self.variant is not None:
             options["variant"] = self.variant
-        elif self.variant != "full":
-            raise ValueError(f"variant={self.variant!r} is a Dawid-Skene variant; "
-                             f"family='two_coin' has none (leave variant='full').")
         black_box = self.classifier is not None
         tol = CLASSIFIER_TOL if black_box and self.tol is None else self.tol
         max_iter = CLASSIFIER_MAX_ITER if black_box and self.max_iter is None else self.max_iter

@@ -272,6 +272,44 @@ def test_cumulative_classifier_prior_and_layout(sim_cumulative, prior):
     np.testing.assert_allclose(prior({"coef": coef}), expected, rtol=1e-12)
 
 
+def test_cumulative_em_with_a_logistic_regression_per_threshold_is_the_glm(sim_cumulative):
+    """Raykar sec. 8.2 with sec. 6.3's classifier: scikit-learn's logistic
+    regression at C = 1 / coef_precision (unpenalised intercept) is each
+    threshold's built-in M-step, so the EM reaches the GLM's fixed point, and
+    its fitted list predicts new items as cm.predict does from the GLM fit."""
+    linear = pytest.importorskip("sklearn.linear_model", reason="needs scikit-learn")
+    rng = np.random.default_rng(3)
+    level = np.asarray(sim_cumulative.gold)[:, None]
+    ann = sim_cumulative.with_features(rng.normal(size=(sim_cumulative.n_items, 2))
+                                       + level * np.array([0.8, -0.4])).standardized()
+    glm = ordinal.em(ann, coef_precision=2.0, intercept_precision=0.0)
+    clfs = [linear.LogisticRegression(C=0.5, tol=1e-12, max_iter=10_000) for _ in range(3)]
+    fit = ordinal.em(ann, classifier=clfs, tol=1e-12)
+    coef = np.column_stack([c.coef_.ravel() for c in clfs])
+    np.testing.assert_allclose(coef, glm["coef"].values[0, 0], atol=1e-4)
+    np.testing.assert_allclose([c.intercept_[0] for c in clfs], glm["intercept"].values[0, 0],
+                               atol=1e-4)
+    for name in ("sensitivity", "specificity", "exceed_prob", "item_class_prob"):
+        np.testing.assert_allclose(fit[name].values, glm[name].values, atol=1e-5)
+    assert "coef" not in fit and np.isnan(fit.attrs["log_posterior"]) and fit.attrs["converged"]
+    assert len(fit.attrs["classifier"]) == 3 and fit.attrs["classifier_tuning"] == [
+        "as given: C=0.5 set by the caller"] * 3
+    new = rng.normal(size=(50, 2))  # as given; the GLM's fit standardises them as it did
+    scaled = (new - ann.feature_center) / ann.feature_scale
+    np.testing.assert_allclose(ordinal.classifiers_predict(clfs, scaled),
+                               cm.predict(glm, new)["prob"].values, atol=1e-4)
+    with pytest.raises(ValueError, match=r"classifiers_predict\(those estimators"):
+        cm.predict(fit, new)
+    with pytest.raises(ValueError, match=r"one binary classifier per threshold, 3 here"):
+        ordinal.em(ann, classifier=clfs[0])
+    with pytest.raises(ValueError, match="needs 3 distinct estimators.*got 3 with 1 distinct"):
+        ordinal.em(ann, classifier=[clfs[0]] * 3)
+    with pytest.raises(ValueError, match="needs annotations with features"):
+        ordinal.em(ann.with_features(None), classifier=clfs)
+    with pytest.raises(ValueError, match="applies to a classifier="):
+        ordinal.em(ann, regularization=None)
+
+
 def test_cumulative_annotator_summary(sim_cumulative):
     table = cm.report.annotator_summary(ordinal.em(sim_cumulative), ci_prob=0.9)
     assert table.index.names == ["annotator", "threshold"]

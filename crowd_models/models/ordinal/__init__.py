@@ -49,6 +49,7 @@ from crowd_models.models.ordinal.cumulative import (
 from crowd_models.models.ordinal.cumulative import (
     binary_annotations,
     class_probabilities,
+    classifiers_predict,
     negative_differences,
     predict_draws,
 )
@@ -63,7 +64,8 @@ from crowd_models.models.ordinal.levels import (
 )
 
 __all__ = [
-    "build_model", "em", "simulate", "class_probabilities", "predict_draws",
+    "build_model", "em", "simulate", "class_probabilities", "classifiers_predict",
+    "predict_draws",
     "negative_differences", "binary_annotations", "threshold_names", "require_levels",
     "latent_confusion", "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",

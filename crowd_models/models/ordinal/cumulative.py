@@ -377,12 +377,29 @@ def em(
     tol: float = 1e-10,
     max_iter: int = 10_000,
     accelerate: bool = True,
+    classifier=None,
+    regularization="auto",
 ) -> xr.Dataset:
     """The cumulative model's MAP-EM: K - 1 two-coin EMs (:func:`two_coin.em`), one
     per binary problem "level > c", each from its own majority-vote start
     (``tol``, ``max_iter`` and ``accelerate`` are passed on). With features and
     ``coef_precision="auto"`` (the default) each of them chooses its own
     precision by its crowd labels' evidence, as :func:`two_coin.em` does.
+
+    ``classifier``: K - 1 scikit-learn classifiers, one per threshold in
+    threshold order, each with ``fit(X, y, sample_weight=...)`` and
+    ``predict_proba``, in place of the logistic regressions (Raykar et al.
+    sec. 8.2 with sec. 6.3's any classifier; needs features, given as they
+    are). Threshold c's two-coin EM fits its classifier in place to the soft
+    labels of "level > c" (:func:`two_coin.em` with ``classifier=``), so the
+    list predicts new items afterwards: :func:`classifiers_predict`.
+    ``regularization`` is passed on: at "auto" each threshold chooses its
+    classifier's own regularisation parameter from its binary problem.
+    ``attrs`` then hold, one entry per threshold, ``classifier`` and what its
+    EM recorded (``classifier_tuning`` and, where a grid was searched,
+    ``classifier_parameter``, ``classifier_grid``, ``classifier_brier``);
+    the fit has no ``coef``/``intercept`` and ``log_posterior`` is NaN.
+    ``fit_map`` and ``sample`` keep the logistic regressions.
 
     Returns a Dataset with the posterior's names and dims (chain=1, draw=1):
     ``sensitivity``, ``specificity`` (annotator, threshold),
@@ -408,12 +425,14 @@ def em(
     >>> cm.report.annotator_summary(fit)
     """
     require_levels(annotations, "the cumulative ordinal model")
-    annotations = annotations.standardized()
+    classifiers = _threshold_classifiers(classifier, annotations)
+    if classifier is None:
+        annotations = annotations.standardized()
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
     fits = [two_coin.em(binary_annotations(annotations, c), **kw, tol=tol, max_iter=max_iter,
-                        accelerate=accelerate)
-            for c, kw in enumerate(pri_list)]
+                        accelerate=accelerate, classifier=each, regularization=regularization)
+            for c, (kw, each) in enumerate(zip(pri_list, classifiers, strict=True))]
 
     def stacked(name, axis):
         return np.stack([f[name].values[0, 0] if "chain" in f[name].dims else f[name].values
@@ -423,7 +442,7 @@ def em(
               "specificity": stacked("specificity", -1)}
     if annotations.features is None:
         params["threshold_prevalence"] = stacked("prevalence", 0)
-    else:
+    elif classifier is None:
         params["coef"] = stacked("coef", -1)
         params["intercept"] = stacked("intercept", 0)
     exceed = np.stack([f["item_class_prob"].values[0, 0, :, 1] for f in fits], axis=-1)
@@ -453,9 +472,69 @@ def em(
             "negative_items": int(neg.any(axis=1).sum()),
             "repair": "clip-and-renormalise",
             **_evidence_attrs(fits),
+            **_classifier_attrs(fits),
         },
     )
     return ds.assign_coords({D.THRESHOLD: threshold_names(annotations)})
+
+
+def _threshold_classifiers(classifier, annotations) -> list:
+    """``classifier`` as one entry per threshold (None for each without one); a
+    ValueError naming the fix unless it is a list of K - 1 estimators."""
+    T = annotations.n_classes - 1
+    if classifier is None:
+        return [None] * T
+    if not isinstance(classifier, list | tuple):
+        raise ValueError(
+            f"the cumulative ordinal model fits one binary classifier per threshold, "
+            f"{T} here, each in place: give classifier=[sklearn.base.clone(est) for _ in "
+            f"range({T})] and predict new items with cumulative.classifiers_predict(that "
+            f"list, X); or use crowd_models.sklearn.CrowdClassifier(family='ordinal', "
+            f"classifier=est), which does both.")
+    if len(classifier) != T or len({id(c) for c in classifier}) != T:
+        raise ValueError(
+            f"classifier= needs {T} distinct estimators, one per threshold of the "
+            f"{annotations.n_classes} levels (each is fitted in place); got "
+            f"{len(classifier)} with {len({id(c) for c in classifier})} distinct.")
+    return list(classifier)
+
+
+def _classifier_attrs(fits) -> dict:
+    """With a ``classifier``: each threshold's EM's classifier attributes, a list
+    in threshold order (arrays as lists, so that a saved fit keeps them)."""
+    if "classifier" not in fits[0].attrs:
+        return {}
+    keys = [k for k in fits[0].attrs if k == "classifier" or k.startswith("classifier_")]
+    return {k: [np.asarray(f.attrs[k]).tolist() if k == "classifier_brier" else f.attrs.get(k)
+                for f in fits] for k in keys}
+
+
+def classifiers_predict(classifiers, features) -> np.ndarray:
+    """P(level | x) of new items, (item, level), from the threshold classifiers that
+    :func:`em` fitted (``classifier=[...]``): each one's P(level > c | x), the
+    differences repaired as :func:`class_probabilities` does.
+
+    ``features``: (item, feature) as the classifiers were fitted on (em passes
+    them on as given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> from crowd_models.models import ordinal
+    >>> from crowd_models.models.ordinal import cumulative
+    >>> ann = ordinal.simulate(variant="cumulative", sensitivity=[[0.9, 0.8]] * 4,
+    ...                        specificity=[[0.8, 0.9]] * 4, n_items=200, rng=0)
+    >>> X = np.random.default_rng(0).normal(size=(200, 2)) + ann.gold[:, None]
+    >>> trees = [DecisionTreeClassifier(max_depth=3) for _ in range(2)]
+    >>> fit = cumulative.em(ann.with_features(X), classifier=trees, tol=1e-6)
+    >>> cumulative.classifiers_predict(trees, X[:3])
+    """
+    X = np.asarray(features, dtype=float)
+    exceed = np.column_stack([
+        np.asarray(c.predict_proba(X), dtype=float)[:, list(c.classes_).index(1)]
+        for c in classifiers])
+    return class_probabilities(exceed)[0]
 
 
 def _evidence_attrs(fits) -> dict:
