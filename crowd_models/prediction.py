@@ -125,7 +125,7 @@ def predict(fit, features, *, ci_prob: float = 0.9) -> xr.Dataset:
         raise ValueError(f"this {record.title} fit's classifier is the scikit-learn estimator "
                          f"its em was given ({fit.attrs['classifier']}), fitted in place: "
                          f"predict new items with {how}.")
-    if "coef" not in post or "intercept" not in post:
+    if "coef" not in post:
         raise ValueError(f"this {record.title} fit has no classifier: it was fitted without "
                          f"features. Refit with the items' features to predict new ones.")
     names = [str(n) for n in post[D.FEATURE].values]

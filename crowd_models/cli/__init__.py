@@ -17,7 +17,7 @@ Usage::
     crowd-models demo [--out DIR] [--quick] [--force]
 
 ``predict`` reads the ``fit.nc`` of a fit made with ``--features`` (two-coin,
-dawid-skene, ordinal cumulative, feature-accuracy, continuous) and a CSV of
+dawid-skene, ordinal, feature-accuracy, continuous) and a CSV of
 new items (id first, then the fit's feature columns by name, transformed as
 the training features were) and writes each item's ``estimated_label`` and
 class probabilities (``cm.predict``), with intervals and ``_best`` (the share
@@ -256,7 +256,7 @@ def _predict_command(sub) -> None:
     r = sub.add_parser(
         "predict", help="new items' class probabilities from a fit's classifier",
         description="New items' class probabilities from the classifier of a fit made with "
-                    "--features (two-coin, dawid-skene, ordinal cumulative, "
+                    "--features (two-coin, dawid-skene, ordinal, "
                     "feature-accuracy; continuous: the true value).")
     r.add_argument("fit", help="the fit.nc of a report (crowd-models fit --features ...)")
     r.add_argument("features", help="CSV of the new items: their id in the first column, "

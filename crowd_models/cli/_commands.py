@@ -230,7 +230,8 @@ def _report_tables(args, family, fit, em_fit, ann):
 
     summarise = getattr(family, "annotator_summary", None)
     drawn = laplace_fit(fit) if has_laplace(fit) else fit  # a MAP fit's Laplace intervals
-    table = report.annotator_summary(drawn) if summarise is None else summarise(
+    # annotator_summary reads the Laplace draws itself, and the MAP's class shares
+    table = report.annotator_summary(fit) if summarise is None else summarise(
         drawn, annotations=ann)
     conditional = (args.continuous and args.method != "nuts" and em_fit is not None
                    and drawn is fit)

@@ -486,9 +486,6 @@ def _plan(args) -> _Plan:
     if model in ("spammer", "item-difficulty", "community", "auto") and args.features:
         raise InputError(f"--model {model} has no classifier of the features; drop "
                          f"--features or use --model two-coin or dawid-skene.")
-    if (model, variant) == ("ordinal", "latent") and args.features:
-        raise InputError("--variant latent of --model ordinal has no classifier of the "
-                         "features; drop --features or use --variant cumulative.")
     has_em = (model, variant) not in WITHOUT_EM
     if args.method == "em" and not has_em:
         raise InputError(f"--variant {variant} of --model {model} has no EM; use --method map "

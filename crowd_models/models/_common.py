@@ -504,6 +504,17 @@ def zerosum_normal_logpdf(x, sd) -> float:
     return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * np.log(2 * np.pi)) * dof)
 
 
+def gaussian_coef(gamma: np.ndarray, name: str = "coef", dims=D.FEATURE):
+    """The classifier's coefficients ~ N(0, ``gamma``^-1) as a PyMC variable in the
+    model being built: flat where ``gamma`` is all zeros, independent Normals
+    where it is diagonal, a multivariate Normal otherwise."""
+    if np.all(gamma == 0):
+        return pm.Flat(name, dims=dims)
+    if np.allclose(gamma, np.diag(np.diag(gamma))):
+        return pm.Normal(name, 0.0, sigma=1 / np.sqrt(np.diag(gamma)), dims=dims)
+    return pm.MvNormal(name, mu=np.zeros(len(gamma)), tau=gamma, dims=dims)
+
+
 def check_positive_precision(value, name: str):
     arr = np.asarray(value, dtype=float)
     if np.any(~np.isfinite(arr)) or np.any(arr < 0):

@@ -266,12 +266,13 @@ _COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P|auto",
                         "Gaussian prior precision of the classifier's coefficients on the "
                         "standardised features, with --features: a number (0: flat; "
                         "dawid-skene needs > 0), or 'auto' (the default; ordinal: each "
-                        "threshold its own), chosen by the crowd labels' evidence",
+                        "threshold its own; latent: 1), chosen by the crowd labels' "
+                        "evidence",
                         needs="features")
 _INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
 _AUTO_PRECISION = replace(_COEF_PRECISION, default="auto", kind="auto_nonnegative",
                           shown="auto")
-"""Two-coin's, Dawid-Skene's, the continuous and the cumulative ordinal model's
+"""Two-coin's, Dawid-Skene's, the continuous and the ordinal models'
 ``coef_precision``: ``"auto"`` by default, chosen by empirical Bayes
 (``_evidence``; benchmarks/README.md, classifier_prior.py, continuous_prior.py
 and ordinal_prior.py, has the leave-one-set-out tables behind the default)."""
@@ -303,8 +304,8 @@ _ORDINAL_PRIORS = (
     # None: Beta(2, 2) on each threshold's share (cumulative), Dirichlet(2) (latent)
     replace(_BETA_PREVALENCE, default=None, shown="2,2", variants=_CUMULATIVE),
     replace(_PREVALENCE, default=None, shown="2", variants=_LATENT),
-    replace(_AUTO_PRECISION, variants=_CUMULATIVE),
-    replace(_INTERCEPT_PRECISION, variants=_CUMULATIVE),
+    _AUTO_PRECISION,  # latent: its truth's ordered logit ("auto": latent.AUTO_PRECISION)
+    _INTERCEPT_PRECISION,
     replace(_BIAS_SD, variants=_LATENT),
     Prior("noise_prior", (2.0, 1.0), "shape_rate", "SHAPE,RATE",
           "Gamma prior of each annotator's noise (in levels)", variants=_LATENT),

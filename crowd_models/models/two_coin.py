@@ -403,15 +403,7 @@ def build_model(
             log_prior = pt.switch(_POSITIVE_CLASS, pt.log(prev), pt.log1p(-prev))
         else:
             X = pm.Data("features", annotations.features, dims=(D.ITEM, D.FEATURE))
-            gamma, tau = pri["gamma"], pri["tau"]
-            if np.all(gamma == 0):
-                coef = pm.Flat("coef", dims=D.FEATURE)
-            elif np.allclose(gamma, np.diag(np.diag(gamma))):
-                coef = pm.Normal("coef", 0.0, sigma=1 / np.sqrt(np.diag(gamma)),
-                                 dims=D.FEATURE)
-            else:
-                coef = pm.MvNormal("coef", mu=np.zeros(len(gamma)), tau=gamma,
-                                   dims=D.FEATURE)
+            coef, tau = C.gaussian_coef(pri["gamma"]), pri["tau"]
             if tau == 0:
                 intercept = pm.Flat("intercept")
             else:

@@ -88,14 +88,18 @@ def _beta_marginals(alpha: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
     return a, a.sum(axis=2, keepdims=True) - a
 
 
-def _class_weights(post: xr.Dataset, conf: xr.DataArray) -> np.ndarray | None:
-    """Share of each true class, per draw, to average per-class accuracies with."""
+def _class_weights(post: xr.Dataset, conf: xr.DataArray,
+                   shares: xr.DataArray | None = None) -> np.ndarray | None:
+    """Share of each true class, per draw, to average per-class accuracies with;
+    ``shares`` (true_class), one for every draw, where ``post`` has none."""
     if "prevalence" in post and D.TRUE_CLASS in post["prevalence"].dims and set(
             post["prevalence"].dims) <= {*SAMPLE_DIMS, D.TRUE_CLASS}:
         weights = post["prevalence"]
     elif "item_class_prob" in post and set(post["item_class_prob"].dims) - set(
             SAMPLE_DIMS) == {D.ITEM, D.TRUE_CLASS}:
         weights = post["item_class_prob"].mean(D.ITEM)
+    elif shares is not None:
+        weights = shares
     else:
         return None
     if weights.sizes[D.TRUE_CLASS] != conf.sizes[D.TRUE_CLASS]:
@@ -106,9 +110,10 @@ def _class_weights(post: xr.Dataset, conf: xr.DataArray) -> np.ndarray | None:
     return _sample_array(weights, D.TRUE_CLASS)
 
 
-def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
-                        ci_prob: float) -> dict[str, dict[str, np.ndarray]]:
-    """Per-class and overall accuracy of each annotator of a confusion fit."""
+def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray, ci_prob: float,
+                        shares: xr.DataArray | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Per-class and overall accuracy of each annotator of a confusion fit
+    (``shares``: :func:`_class_weights`'s)."""
     diag = np.diagonal(_sample_array(conf, *_CONFUSION_DIMS), axis1=2, axis2=3)  # (S, J, K)
     names = [f"accuracy_{c}" for c in _class_names(conf)]
     if len(set(names)) < len(names):
@@ -116,7 +121,7 @@ def _accuracy_summaries(post: xr.Dataset, conf: xr.DataArray,
             f"the true classes {_class_names(conf)} give duplicate column names {names}; "
             f"give the classes distinct names."
         )
-    weights = None if _is_one_coin(post) else _class_weights(post, conf)
+    weights = None if _is_one_coin(post) else _class_weights(post, conf, shares)
     out: dict[str, dict[str, np.ndarray]] = {}
     if diag.shape[0] > 1:
         if weights is not None:

@@ -60,6 +60,18 @@ def _sd_summary(post: xr.Dataset, ci_prob: float) -> dict[str, np.ndarray]:
         return gamma_root_summary(a, b, ci_prob)
 
 # --------------------------------------------------------------- the table
+def _point_class_shares(fit) -> xr.DataArray | None:
+    """A Laplace fit's class shares at the MAP (its items' posteriors' mean), which
+    its draws lack where the model has a classifier in place of ``prevalence``
+    (the draws leave the item-level variables out); None for any other fit."""
+    if not has_laplace(fit):
+        return None
+    point = posterior_of(fit)
+    if "item_class_prob" not in point or D.ITEM not in point["item_class_prob"].dims:
+        return None
+    return point["item_class_prob"].mean(D.ITEM)
+
+
 def _with_draws(fit):
     """A MAP fit with Laplace draws (``fit_map(..., laplace=True)``) as those draws;
     any other fit as it is."""
@@ -209,7 +221,10 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     Laplace. A MAP fit made with ``fit_map(..., laplace=True)`` is summarised
     over its Laplace draws (group ``laplace``), like a NUTS fit: the means are
     the draws' means, close to but not the MAP itself, which stays in the
-    fit's ``posterior`` group.
+    fit's ``posterior`` group. Where the draws have no class shares (a
+    classifier of the features in place of ``prevalence``), the overall
+    ``accuracy`` weighs the classes by the MAP's shares, the mean of its
+    ``item_class_prob``.
 
     Examples
     --------
@@ -220,6 +235,7 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     ci_prob = check_ci_prob(ci_prob)
     if component_fits(fit):
         return _average_summary(fit, ci_prob, rank_by)
+    shares = _point_class_shares(fit)
     fit = _with_draws(fit)
     post = posterior_of(fit)
     if "sensitivity" in post and D.THRESHOLD in post["sensitivity"].dims:
@@ -249,7 +265,7 @@ def annotator_summary(fit, *, ci_prob: float = 0.9, rank_by: str | None = None) 
     else:
         summaries = single_draw_summary(post, measures, ci_prob)
     if conf is not None:
-        accuracies = _accuracy_summaries(post, conf, ci_prob)
+        accuracies = _accuracy_summaries(post, conf, ci_prob, shares)
         if _is_one_coin(post) and "accuracy" in summaries:
             # one accuracy per annotator, the same for every true class
             accuracies = {n: v if n == "accuracy" else dict(summaries["accuracy"])

@@ -57,6 +57,23 @@ def test_fit_map_with_features(labels_csv, capsys):
         assert saved.log_likelihood["item_labels"].sizes["item"] == 300
 
 
+def test_fit_map_with_features_of_a_confusion_family(labels_csv):
+    """Dawid-Skene with a classifier: the Laplace draws have no class shares, so the
+    annotators' overall accuracy weighs their per-class ones by the MAP's (the
+    report's annotator figure ranks by it; this stopped with an internal error)."""
+    folder, _ = labels_csv
+    out = folder / "map_ds"
+    code = main(["fit", str(folder / "labels.csv"), "--item", "case", "--annotator", "reader",
+                 "--label", "call", "--features", str(folder / "features.csv"),
+                 "--model", "dawid-skene", "--method", "map", "--out", str(out)])
+    assert code == 0 and (out / "annotators.png").stat().st_size > 0
+    table = pd.read_csv(out / "annotators.csv", index_col=0)
+    shares = pd.read_csv(out / "items.csv", index_col=0)[["prob_0", "prob_1"]].mean()
+    np.testing.assert_allclose(table["accuracy_mean"],
+                               table[["accuracy_0_mean", "accuracy_1_mean"]] @ shares.values,
+                               rtol=1e-9)
+
+
 @pytest.mark.parametrize("args, message", [
     (["fit", "{folder}/nope.csv"], "does not exist"),
     (["fit", "{folder}/labels.csv"], "column 'item' \\(the item column\\) is not in the table"),

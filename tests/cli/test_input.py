@@ -100,8 +100,6 @@ CASES = [
      r"--variant latent of --model ordinal has no EM"),
     (["ratings.csv", *EM, "--continuous", "--variant", "student_t"],
      r"--variant student_t of --model continuous has no EM"),
-    (["labels.csv", "--model", "ordinal", "--variant", "latent", "--features", "features.csv"],
-     r"--variant latent of --model ordinal has no classifier of the features"),
     (["labels.csv", *EM, "--confusion-prior", "3,1"],
      r"--confusion-prior applies to --model dawid-skene --variant full, not --model two-coin"),
     (["labels.csv", *EM, "--model", "dawid-skene", "--accuracy-prior", "3,2"],

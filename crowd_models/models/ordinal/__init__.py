@@ -51,9 +51,13 @@ from crowd_models.models.ordinal.cumulative import (
     class_probabilities,
     classifiers_predict,
     negative_differences,
-    predict_draws,
 )
-from crowd_models.models.ordinal.latent import latent_confusion, level_locations, own_cutpoints
+from crowd_models.models.ordinal.latent import (
+    latent_confusion,
+    level_locations,
+    own_cutpoints,
+    pooled_precision,
+)
 from crowd_models.models.ordinal.levels import (
     DEFAULT_PRIORS,
     LINKS,
@@ -65,7 +69,7 @@ from crowd_models.models.ordinal.levels import (
 
 __all__ = [
     "build_model", "em", "simulate", "class_probabilities", "classifiers_predict",
-    "predict_draws",
+    "predict_draws", "pooled_precision",
     "negative_differences", "binary_annotations", "threshold_names", "require_levels",
     "latent_confusion", "level_locations", "own_cutpoints", "VARIANTS", "LINKS",
     "DEFAULT_PRIORS",
@@ -131,7 +135,9 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
             \mathrm{Bernoulli}(\text{sensitivity}_{jc}), \quad
           \mathbb{1}[\ell_{ij} \le c] \mid \mathbb{1}[z_i > c] = 0 \sim
             \mathrm{Bernoulli}(\text{specificity}_{jc}) \\
-        \text{latent:}\quad & z_i \sim \mathrm{Categorical}(\text{prevalence}), \quad
+        \text{latent:}\quad & z_i \sim \mathrm{Categorical}(\text{prevalence})
+          \text{ or } P(z_i \le k \mid x_i) = \sigma(\text{truth\_cutpoints}_k
+            - x_i^\top \text{coef}), \quad
           P(\ell_{ij} \le l \mid z_i = k) = F\!\left(\frac{\text{cutpoints}_l
             - \text{level\_location}_k - \text{bias}_j}{\text{noise}_j}\right)
 
@@ -141,7 +147,7 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
     Parameters
     ----------
     annotations : Annotations
-        Classes 1..K (K >= 2); features only for ``variant="cumulative"``.
+        Classes 1..K (K >= 2), with or without features.
     variant : {"cumulative", "latent"}, optional
         The ordinal model (see the module docstring).
     sensitivity_prior, specificity_prior : (a, b), optional
@@ -158,6 +164,11 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
         <crowd_models.models.two_coin.em>` chooses it (the EM's
         ``attrs["coef_precision"]``, one per threshold; benchmarks/README.md,
         ordinal_prior.py, has the leave-one-set-out table behind the default).
+        Latent with features: the precision of the truth's ordered-logit
+        ``coef`` (a number or one per feature; ``"auto"``:
+        :data:`latent.AUTO_PRECISION <crowd_models.models.ordinal.latent.AUTO_PRECISION>`,
+        1, which the gold-free :func:`pooled_precision` did not beat out of
+        sample) and of its ``truth_cutpoints`` (``intercept_precision``).
     bias_sd : float, optional
         Latent: sd of the Normal biases.
     noise_prior : (shape, rate), optional
@@ -185,7 +196,8 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
         threshold) and ``intercept`` (threshold); deterministic ``exceed_prob`` (item,
         threshold) and ``item_class_prob`` (item, true_class; repaired
         differences); observed ``item_labels`` (item), the composite log-likelihood.
-        Latent: ``prevalence`` (true_class), ``bias``, ``noise`` (annotator),
+        Latent: ``prevalence`` (true_class) or, with features, ``coef``
+        (feature) and ordered ``truth_cutpoints`` (threshold); ``bias``, ``noise`` (annotator),
         ``level_spacing`` (threshold), [``log_width_ratio`` (annotator,
         inner_level)]; deterministic ``level_location`` (true_class), ``cutpoints``
         (threshold), [``annotator_cutpoints`` (annotator, threshold)],
@@ -229,6 +241,26 @@ def em(annotations: Annotations, *, variant: str = "cumulative", **keywords):
 
 
 em.__signature__ = _dispatching_signature(em, "em")
+
+
+def predict_draws(post, features) -> np.ndarray:
+    """P(truth = each level | x) under each draw of an ordinal fit's classifier,
+    (sample, item, level): the cumulative variant's logistic regressions
+    (:func:`crowd_models.models.ordinal.cumulative.predict_draws`) or the latent
+    variant's ordered logit (:func:`crowd_models.models.ordinal.latent.predict_draws`),
+    told apart by the latter's ``truth_cutpoints``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> ann = ordinal.simulate(variant="cumulative", sensitivity=[[0.9, 0.8]] * 4,
+    ...                        specificity=[[0.8, 0.9]] * 4, n_items=200, rng=0)
+    >>> ann = ann.with_features(ann.gold[:, None] + np.random.default_rng(0).normal(size=(200, 1)))
+    >>> ordinal.predict_draws(ordinal.em(ann), ann.standardized().features[:3])
+    """
+    module = latent if "truth_cutpoints" in post else cumulative
+    return module.predict_draws(post, features)
 
 
 def simulate(

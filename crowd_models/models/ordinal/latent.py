@@ -28,8 +28,19 @@ accuracies beside bias and noise. The true level is summed out exactly
 (``_common.add_label_likelihood``), so ``item_labels`` is the item's marginal likelihood
 of its labels and LOO compares it with Dawid-Skene fairly. There is no
 EM for this variant: fit it with ``cm.fit_map`` (it starts at
-``model.crowd_start``) or ``cm.sample``. No classifier (features are
-refused).
+``model.crowd_start``) or ``cm.sample``.
+
+With features the hidden level has a classifier in place of
+``prevalence``: an ordered logit, ``P(z_i <= k | x_i) =
+sigmoid(truth_cutpoints[k] - x_i . coef)`` (``coef`` (feature) ~ N(0, 1 /
+``coef_precision``) on the standardised features, ordered
+``truth_cutpoints`` (threshold) ~ N(0, 1 / ``intercept_precision``)), whatever
+the annotators' ``link``. ``coef_precision="auto"`` (the default) is
+:data:`AUTO_PRECISION`, 1, for this variant: the one gold-free rule
+measured, :func:`pooled_precision` (the cumulative variant's evidence
+precisions pooled), did not beat it out of sample (benchmarks/README.md,
+``ordinal_prior.py --variant latent``); give it as a number to use it.
+:func:`crowd_models.predict` scores new items (:func:`predict_draws`).
 
 ``annotator_cutpoints=True`` (K >= 3) gives each annotator its own cut
 points, so that it may use the scale unevenly (e.g. rarely say "5"),
@@ -45,6 +56,8 @@ one to one, so the posterior has no copies of a mode (an earlier
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -56,6 +69,8 @@ from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
+from crowd_models.models import _evidence
+from crowd_models.models.ordinal import cumulative
 from crowd_models.models.ordinal.levels import DEFAULT_PRIORS, LINKS, level_coords, require_levels
 
 
@@ -81,14 +96,9 @@ def _at_least_one(value, name: str, size: int) -> np.ndarray:
 
 
 def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, width_sd,
-                   link) -> dict:
+                   link, coef_precision=1.0, intercept_precision=0.01) -> dict:
     if link not in LINKS:
         raise ValueError(f"link={link!r} is not one of {LINKS}.")
-    if ann.features is not None:
-        raise ValueError(
-            "the latent ordinal variant has no classifier; drop the features "
-            "(annotations.with_features(None)) or use variant='cumulative'."
-        )
     K = ann.n_classes
     if prevalence_prior is None:
         prevalence_prior = 2.0
@@ -107,6 +117,7 @@ def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, w
         raise ValueError(f"bias_sd must be one number, got "
                          f"{bias_sd!r}.")
     return dict(
+        **_classifier_priors(ann, coef_precision, intercept_precision),
         prevalence=np.broadcast_to(prev, (K,)).copy(),
         bias_sd=float(_positive(bias_sd, "bias_sd")),
         noise_shape=_positive(shape, "noise_prior shape", (ann.n_annotators,)),
@@ -115,6 +126,84 @@ def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, w
         width_sd=float(_positive(width_sd, "width_sd")),
         link=link,
     )
+
+
+def _classifier_priors(ann, coef_precision, intercept_precision) -> dict:
+    """With features: the ordered logit's precisions, ``coef_precision`` (feature,)
+    and ``intercept_precision`` (of the truth's cut points); {} without."""
+    if ann.features is None:
+        return {}
+    d = ann.n_features
+    gamma = C.check_positive_precision(coef_precision, "coef_precision")
+    if gamma.shape not in ((), (d,)) or (np.any(gamma == 0) and not np.all(gamma == 0)):
+        raise ValueError(
+            f"coef_precision of the latent variant is one number or {d} (one a feature), "
+            f"all > 0 or all 0 (flat), or 'auto'; got {coef_precision!r}.")
+    tau = C.check_positive_precision(intercept_precision, "intercept_precision")
+    if tau.ndim != 0:
+        raise ValueError(f"intercept_precision must be one number, got {intercept_precision!r}.")
+    return {"coef_precision": np.broadcast_to(gamma, (d,)).copy(),
+            "intercept_precision": float(tau)}
+
+
+AUTO_PRECISION = 1.0
+"""The latent variant's ``coef_precision`` at "auto": by leave one set out
+(``ordinal_prior.py --variant latent``) :func:`pooled_precision` lost to it
+out of sample (mean error ratio to the oracle 1.105 for the rule chosen
+without each set, against 1.065 for always 1)."""
+
+
+def pooled_precision(annotations: Annotations) -> float:
+    """A gold-free precision for the truth's ordered-logit coefficients: the
+    cumulative model's evidence precisions pooled over its thresholds (measured,
+    not the default: :data:`AUTO_PRECISION`).
+
+    Under the ordered logit, P(level > c | x) = sigmoid(x . coef - cut_c): each
+    of the cumulative model's K - 1 logistic regressions estimates the same
+    coefficients. MacKay's update alpha_c = gamma_c / |coef_c|^2 of each
+    threshold (its EM at "auto", :func:`crowd_models.models.ordinal.em`),
+    pooled as one coefficient vector's: sum_c gamma_c / sum_c |coef_c|^2.
+    ``annotations``: standardised features (the fit's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> from crowd_models.models.ordinal import latent
+    >>> ann = ordinal.simulate(bias=[0.3, -0.2, 0.0], noise=[0.4, 0.6, 0.5], n_classes=3,
+    ...                        n_items=200, rng=0)
+    >>> x = ann.gold[:, None] + np.random.default_rng(0).normal(size=(200, 2))
+    >>> latent.pooled_precision(ann.with_features(x).standardized())
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # its trust and repair warnings
+        fit = cumulative.em(annotations)
+    squared = np.sum(fit["coef"].values[0, 0] ** 2, axis=0)  # (threshold,)
+    alpha = np.asarray(fit.attrs["coef_precision"], dtype=float)
+    return float(np.sum(alpha * squared) / np.sum(squared))
+
+
+def predict_draws(post, features: np.ndarray) -> np.ndarray:
+    """P(truth = each level | x) under each draw of a latent fit's ordered logit:
+    (sample, item, level). ``post``: the posterior (``coef``, ``truth_cutpoints``);
+    ``features``: (item, feature), standardised as the fit's.
+    :func:`crowd_models.predict` checks the features and summarises the draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from crowd_models.models.ordinal import latent
+    >>> post = xr.Dataset({"coef": (("chain", "draw", "feature"), [[[1.0, -0.5]]]),
+    ...                    "truth_cutpoints": (("chain", "draw", "threshold"), [[[-1.0, 1.0]]])})
+    >>> latent.predict_draws(post, np.array([[0.0, 0.0], [2.0, 0.0]]))
+    """
+    sample = (D.CHAIN, D.DRAW)
+    coef = post["coef"].stack(sample=sample).transpose("sample", D.FEATURE).values
+    cuts = post["truth_cutpoints"].stack(sample=sample).transpose("sample", D.THRESHOLD).values
+    below = expit(cuts[:, None, :] - (coef @ np.asarray(features, dtype=float).T)[..., None])
+    edges = [np.zeros((*below.shape[:-1], 1)), below, np.ones((*below.shape[:-1], 1))]
+    return np.diff(np.concatenate(edges, axis=-1), axis=-1)
 
 
 # ------------------------------------------------------ latent: the pieces
@@ -133,16 +222,33 @@ def _log_interval_pt(lo, hi, link):
     return a + pt.log1mexp(b - a)
 
 
+def _log_levels_pt(z, link):
+    """log P(level = l), (..., K), of a variable whose K - 1 cut points stand at
+    ``z`` (..., K - 1) in the link's standard units: F(z_0), F(z_l) - F(z_l-1),
+    1 - F(z_K-2)."""
+    return pt.concatenate([_log_cdf_pt(z[..., :1], link),
+                           _log_interval_pt(z[..., :-1], z[..., 1:], link),
+                           _log_cdf_pt(-z[..., -1:], link)], axis=-1)
+
+
 def _latent_log_confusion_pt(bias, noise, cuts, locs, link):
     """(annotator, true_class, label_class) log confusion; ``cuts`` (annotator or 1, T),
     ``locs`` (K,) the true levels' locations."""
     z = (cuts[:, None, :] - locs[None, :, None] - bias[:, None, None]) / noise[:, None, None]
-    first = _log_cdf_pt(z[..., :1], link)
-    last = _log_cdf_pt(-z[..., -1:], link)
-    parts = [first]
-    parts.append(_log_interval_pt(z[..., :-1], z[..., 1:], link))
-    parts.append(last)
-    return pt.concatenate(parts, axis=-1)
+    return _log_levels_pt(z, link)
+
+
+def _log_truth_prior_pt(ann, pri, start):
+    """log P(level | x), (item, level): the truth's ordered logit, ``coef``
+    (feature) and ordered ``truth_cutpoints`` (threshold)."""
+    X = pm.Data("features", ann.features, dims=(D.ITEM, D.FEATURE))
+    coef = C.gaussian_coef(np.diag(pri["coef_precision"]))
+    tau = pri["intercept_precision"]
+    ordered = dict(transform=pm.distributions.transforms.ordered,
+                   initval=start["truth_cutpoints"], dims=D.THRESHOLD)
+    cuts = (pm.Flat("truth_cutpoints", **ordered) if tau == 0 else
+            pm.Normal("truth_cutpoints", 0.0, sigma=1 / np.sqrt(tau), **ordered))
+    return _log_levels_pt(cuts[None, :] - (X @ coef)[:, None], "logit")
 
 
 def level_locations(level_spacing) -> np.ndarray:
@@ -209,8 +315,13 @@ def _latent_start(ann, pri, annotator_cutpoints, guessing=False) -> dict:
     resid = ann.labels - item_mean[ann.item_idx]
     n = np.bincount(ann.annotator_idx, minlength=J)
     bias = np.bincount(ann.annotator_idx, weights=resid, minlength=J) / (n + 1.0)
-    start = {"prevalence": prev, "bias": bias, "noise": np.ones(J),
-             "level_spacing": np.full(K - 1, 1.0 / (K - 1))}
+    start = {"bias": bias, "noise": np.ones(J), "level_spacing": np.full(K - 1, 1.0 / (K - 1))}
+    if ann.features is None:
+        start["prevalence"] = prev
+    else:  # the shares' cumulative logits, no slope
+        below = np.clip(np.cumsum(prev)[:-1], 1e-3, 1 - 1e-3)
+        start["coef"] = np.zeros(ann.n_features)
+        start["truth_cutpoints"] = np.log(below / (1 - below)) + 1e-3 * np.arange(K - 1)
     if annotator_cutpoints:
         start["log_width_ratio"] = np.zeros((J, K - 2))
     if guessing:
@@ -222,10 +333,14 @@ def _level_locations_pt(spacing, K):
     return (K - 1) * pt.concatenate([pt.zeros(1), pt.cumsum(spacing)])
 
 
-def _build_latent(ann, pri, annotator_cutpoints, guessing) -> pm.Model:
+def _build_latent(ann, pri, annotator_cutpoints, guessing, start) -> pm.Model:
     K = ann.n_classes
     with pm.Model(coords=level_coords(ann)) as model:
-        prev = pm.Dirichlet("prevalence", a=pri["prevalence"], dims=D.TRUE_CLASS)
+        if ann.features is None:
+            log_prior = pt.log(pm.Dirichlet("prevalence", a=pri["prevalence"],
+                                            dims=D.TRUE_CLASS))
+        else:
+            log_prior = _log_truth_prior_pt(ann, pri, start)
         bias = pm.Normal("bias", 0.0, sigma=pri["bias_sd"], dims=D.ANNOTATOR)
         noise = pm.Gamma("noise", alpha=pri["noise_shape"], beta=pri["noise_rate"],
                          dims=D.ANNOTATOR)
@@ -246,7 +361,7 @@ def _build_latent(ann, pri, annotator_cutpoints, guessing) -> pm.Model:
             log_conf = pt.logaddexp(pt.log1p(-guess) + log_conf, pt.log(guess) - np.log(K))
         pm.Deterministic("confusion", pt.exp(log_conf),
                          dims=(D.ANNOTATOR, D.TRUE_CLASS, D.LABEL_CLASS))
-        C.add_label_likelihood(log_conf, pt.log(prev), ann)
+        C.add_label_likelihood(log_conf, log_prior, ann)
     return model
 
 
@@ -262,6 +377,8 @@ def build_model(
     annotator_cutpoints: bool = False,
     guessing: bool = False,
     guess_prior=DEFAULT_PRIORS["guess_prior"],
+    coef_precision=DEFAULT_PRIORS["coef_precision"],
+    intercept_precision=DEFAULT_PRIORS["intercept_precision"],
 ) -> pm.Model:
     """The latent ordinal model in PyMC (the model of
     :func:`crowd_models.models.ordinal.build_model` with ``variant="latent"``).
@@ -269,9 +386,14 @@ def build_model(
     Parameters
     ----------
     annotations : Annotations
-        Classes 1..K (K >= 2), without features.
+        Classes 1..K (K >= 2), with or without features.
     prevalence_prior, bias_sd, noise_prior, spacing_prior, width_sd : optional
         As in :func:`crowd_models.models.ordinal.build_model`.
+    coef_precision, intercept_precision : optional
+        With features: the prior precision of the truth's ordered-logit
+        coefficients (a number, one per feature, or "auto": the default,
+        :data:`AUTO_PRECISION`) and of its cut points ``truth_cutpoints``
+        (0: flat).
     link, annotator_cutpoints, guessing, guess_prior : optional
         As in :func:`crowd_models.models.ordinal.build_model`.
 
@@ -286,16 +408,19 @@ def build_model(
     >>> model = latent.build_model(cm.datasets.load_anesthesia(), guessing=True)
     """
     require_levels(annotations, "the latent ordinal model")
+    annotations = annotations.standardized()
+    if _evidence.is_auto(coef_precision):
+        coef_precision = AUTO_PRECISION
     pri = _latent_priors(annotations, prevalence_prior, bias_sd, noise_prior, spacing_prior,
-                         width_sd, link)
+                         width_sd, link, coef_precision, intercept_precision)
     pri["guess"] = C.beta_prior(guess_prior, "guess_prior", annotations.n_annotators)
     if annotator_cutpoints and annotations.n_classes < 3:
         raise ValueError(
             f"annotator_cutpoints=True needs at least 3 levels (it lets each annotator widen "
             f"or narrow the interior levels), got {annotations.n_classes}; drop the option.")
-    return C.attach_protocol(
-        _build_latent(annotations, pri, bool(annotator_cutpoints), bool(guessing)), "ordinal",
-        "latent", start=_latent_start(annotations, pri, annotator_cutpoints, guessing))
+    start = _latent_start(annotations, pri, annotator_cutpoints, guessing)
+    model = _build_latent(annotations, pri, bool(annotator_cutpoints), bool(guessing), start)
+    return C.attach_protocol(model, "ordinal", "latent", start=start, annotations=annotations)
 
 
 # ---------------------------------------------------------------- simulate
