@@ -442,18 +442,26 @@ def test_the_families_do_not_import_scikit_learn():
 
 def _expected_failures(estimator):
     """The scikit-learn checks a crowd's label matrix cannot pass, with the reason."""
-    return {
+    failures = {
         "check_supervised_y_2d": "a 2-D Y is the items x annotators label matrix (one "
                                  "column per annotator), not a column vector to ravel: a "
                                  "(n, 1) Y is one annotator's labels, without a "
                                  "DataConversionWarning",
     }
+    if getattr(estimator, "family", None) == "ordinal":
+        failures["check_classifiers_classes"] = (
+            "ordinal labels are integer levels in their order; the check's string classes "
+            "('one', 'two', ...) have no order, and the fit refuses them by name")
+    return failures
 
 
 @parametrize_with_checks(
     [CrowdClassifier(), CrowdClassifier(family="two_coin"), CrowdRegressor(),
      CrowdClassifier(family="two_coin", classifier=DecisionTreeClassifier(max_depth=3,
-                                                                          random_state=0))],
+                                                                          random_state=0)),
+     CrowdClassifier(family="ordinal"),
+     CrowdClassifier(family="ordinal", classifier=DecisionTreeClassifier(max_depth=3,
+                                                                         random_state=0))],
     expected_failed_checks=_expected_failures)
 def test_scikit_learn_estimator_checks(estimator, check):
     """scikit-learn's checks give a 1-D y (one annotator: the fit warns that its

@@ -51,12 +51,12 @@ from crowd_models.models.ordinal.cumulative import (
     class_probabilities,
     classifiers_predict,
     negative_differences,
+    pooled_precision,
 )
 from crowd_models.models.ordinal.latent import (
     latent_confusion,
     level_locations,
     own_cutpoints,
-    pooled_precision,
 )
 from crowd_models.models.ordinal.levels import (
     DEFAULT_PRIORS,

@@ -34,6 +34,7 @@ posterior is over-confident. Use it for point estimates and
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -535,6 +536,36 @@ def classifiers_predict(classifiers, features) -> np.ndarray:
         np.asarray(c.predict_proba(X), dtype=float)[:, list(c.classes_).index(1)]
         for c in classifiers])
     return class_probabilities(exceed)[0]
+
+
+def pooled_precision(annotations: Annotations) -> float:
+    """A gold-free precision for the latent variant's ordered-logit coefficients:
+    this model's evidence precisions pooled over its thresholds (measured, not
+    the latent variant's default: :data:`~crowd_models.models.ordinal.latent.AUTO_PRECISION`).
+
+    Under the ordered logit, P(level > c | x) = sigmoid(x . coef - cut_c): each
+    of the cumulative model's K - 1 logistic regressions estimates the same
+    coefficients. MacKay's update alpha_c = gamma_c / |coef_c|^2 of each
+    threshold (its EM at "auto", :func:`em`),
+    pooled as one coefficient vector's: sum_c gamma_c / sum_c |coef_c|^2.
+    ``annotations``: standardised features (the fit's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crowd_models.models import ordinal
+    >>> from crowd_models.models.ordinal import cumulative
+    >>> ann = ordinal.simulate(bias=[0.3, -0.2, 0.0], noise=[0.4, 0.6, 0.5], n_classes=3,
+    ...                        n_items=200, rng=0)
+    >>> x = ann.gold[:, None] + np.random.default_rng(0).normal(size=(200, 2))
+    >>> cumulative.pooled_precision(ann.with_features(x).standardized())
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # its trust and repair warnings
+        fit = em(annotations)
+    squared = np.sum(fit["coef"].values[0, 0] ** 2, axis=0)  # (threshold,)
+    alpha = np.asarray(fit.attrs["coef_precision"], dtype=float)
+    return float(np.sum(alpha * squared) / np.sum(squared))
 
 
 def _evidence_attrs(fits) -> dict:

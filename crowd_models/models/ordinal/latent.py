@@ -37,9 +37,10 @@ sigmoid(truth_cutpoints[k] - x_i . coef)`` (``coef`` (feature) ~ N(0, 1 /
 ``truth_cutpoints`` (threshold) ~ N(0, 1 / ``intercept_precision``)), whatever
 the annotators' ``link``. ``coef_precision="auto"`` (the default) is
 :data:`AUTO_PRECISION`, 1, for this variant: the one gold-free rule
-measured, :func:`pooled_precision` (the cumulative variant's evidence
-precisions pooled), did not beat it out of sample (benchmarks/README.md,
-``ordinal_prior.py --variant latent``); give it as a number to use it.
+measured, :func:`~crowd_models.models.ordinal.cumulative.pooled_precision`
+(the cumulative variant's evidence precisions pooled), did not beat it out
+of sample (benchmarks/README.md, ``ordinal_prior.py --variant latent``);
+give it as a number to use it.
 :func:`crowd_models.predict` scores new items (:func:`predict_draws`).
 
 ``annotator_cutpoints=True`` (K >= 3) gives each annotator its own cut
@@ -56,8 +57,6 @@ one to one, so the posterior has no copies of a mode (an earlier
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -70,7 +69,6 @@ from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
 from crowd_models.models import _evidence
-from crowd_models.models.ordinal import cumulative
 from crowd_models.models.ordinal.levels import DEFAULT_PRIORS, LINKS, level_coords, require_levels
 
 
@@ -96,7 +94,7 @@ def _at_least_one(value, name: str, size: int) -> np.ndarray:
 
 
 def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, width_sd,
-                   link, coef_precision=1.0, intercept_precision=0.01) -> dict:
+                   link, coef_precision, intercept_precision) -> dict:
     if link not in LINKS:
         raise ValueError(f"link={link!r} is not one of {LINKS}.")
     K = ann.n_classes
@@ -148,39 +146,10 @@ def _classifier_priors(ann, coef_precision, intercept_precision) -> dict:
 
 AUTO_PRECISION = 1.0
 """The latent variant's ``coef_precision`` at "auto": by leave one set out
-(``ordinal_prior.py --variant latent``) :func:`pooled_precision` lost to it
+(``ordinal_prior.py --variant latent``)
+:func:`~crowd_models.models.ordinal.cumulative.pooled_precision` lost to it
 out of sample (mean error ratio to the oracle 1.105 for the rule chosen
 without each set, against 1.065 for always 1)."""
-
-
-def pooled_precision(annotations: Annotations) -> float:
-    """A gold-free precision for the truth's ordered-logit coefficients: the
-    cumulative model's evidence precisions pooled over its thresholds (measured,
-    not the default: :data:`AUTO_PRECISION`).
-
-    Under the ordered logit, P(level > c | x) = sigmoid(x . coef - cut_c): each
-    of the cumulative model's K - 1 logistic regressions estimates the same
-    coefficients. MacKay's update alpha_c = gamma_c / |coef_c|^2 of each
-    threshold (its EM at "auto", :func:`crowd_models.models.ordinal.em`),
-    pooled as one coefficient vector's: sum_c gamma_c / sum_c |coef_c|^2.
-    ``annotations``: standardised features (the fit's).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from crowd_models.models import ordinal
-    >>> from crowd_models.models.ordinal import latent
-    >>> ann = ordinal.simulate(bias=[0.3, -0.2, 0.0], noise=[0.4, 0.6, 0.5], n_classes=3,
-    ...                        n_items=200, rng=0)
-    >>> x = ann.gold[:, None] + np.random.default_rng(0).normal(size=(200, 2))
-    >>> latent.pooled_precision(ann.with_features(x).standardized())
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # its trust and repair warnings
-        fit = cumulative.em(annotations)
-    squared = np.sum(fit["coef"].values[0, 0] ** 2, axis=0)  # (threshold,)
-    alpha = np.asarray(fit.attrs["coef_precision"], dtype=float)
-    return float(np.sum(alpha * squared) / np.sum(squared))
 
 
 def predict_draws(post, features: np.ndarray) -> np.ndarray:
