@@ -543,11 +543,11 @@ def pooled_precision(annotations: Annotations) -> float:
     this model's evidence precisions pooled over its thresholds (measured, not
     the latent variant's default: :data:`~crowd_models.models.ordinal.latent.AUTO_PRECISION`).
 
-    Under the ordered logit, P(level > c | x) = sigmoid(x . coef - cut_c): each
-    of the cumulative model's K - 1 logistic regressions estimates the same
-    coefficients. MacKay's update alpha_c = gamma_c / |coef_c|^2 of each
-    threshold (its EM at "auto", :func:`em`),
-    pooled as one coefficient vector's: sum_c gamma_c / sum_c |coef_c|^2.
+    Under the ordered logit, ``P(level > c | x) = sigmoid(x . coef - cut_c)``:
+    each of the cumulative model's K - 1 logistic regressions estimates the
+    same coefficients. MacKay's update ``alpha_c = gamma_c / |coef_c|^2`` of
+    each threshold (its EM at "auto", :func:`em`), pooled as one coefficient
+    vector's: ``sum_c gamma_c / sum_c |coef_c|^2``.
     ``annotations``: standardised features (the fit's).
 
     Examples
