@@ -16,6 +16,7 @@ from crowd_models._crowd_matrix import class_labels, label_cells, label_matrix, 
 from crowd_models._predictive import draw_values, label_probabilities
 from crowd_models._text import listing
 from crowd_models.data import Annotations
+from crowd_models.models import _registry
 
 _METRICS = {"accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy_score}
 
@@ -137,12 +138,14 @@ def crowd_log_likelihood(estimator, X, Y) -> float:
     check_is_fitted(estimator, "fit_")
     if estimator.fit_.attrs.get("family") == "continuous":
         return _continuous_log_likelihood(estimator, X, Y)
-    if estimator.fit_.attrs.get("family") == "ordinal":
-        raise ValueError("crowd_log_likelihood needs a distribution of the labels, and the "
-                         "cumulative ordinal model has none (its likelihood is a composite of "
-                         "K - 1 binary problems): score family='ordinal' against gold with "
-                         "gold_scorer; its regularization='auto' chooses the classifier's "
-                         "parameter without gold.")
+    record = _registry.find(estimator.fit_.attrs.get("family"),
+                            estimator.fit_.attrs.get("variant", ""))
+    if record is not None and record.likelihood_kind == "composite":
+        raise ValueError(f"crowd_log_likelihood needs a distribution of the labels, and the "
+                         f"{record.title} model has none (its likelihood is a composite of "
+                         f"binary problems): score it against gold with gold_scorer; its "
+                         f"regularization='auto' chooses the classifier's parameter without "
+                         f"gold.")
     log_prior = np.log(np.maximum(estimator.predict_proba(X), _PROB_FLOOR))
     matrix, annotator = _fitted_annotators(
         class_labels(label_matrix(Y, len(log_prior), "crowd_log_likelihood")), estimator.fit_)

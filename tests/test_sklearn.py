@@ -232,7 +232,7 @@ def test_an_ordinal_crowd_with_a_tree_per_threshold():
     np.testing.assert_allclose(proba, ordinal.class_probabilities(exceed)[0])
     accuracy = [np.mean(m.predict(new) == truth) for m in (glm, chosen, full)]
     assert accuracy[1] > accuracy[0] + 0.3 and accuracy[1] > accuracy[2] + 0.05, accuracy
-    with pytest.raises(ValueError, match="cumulative ordinal model has none.*gold_scorer"):
+    with pytest.raises(ValueError, match=r"ordinal \(cumulative\) model has none.*gold_scorer"):
         crowd_log_likelihood(glm, X[:400], Y)
 
 

@@ -504,6 +504,37 @@ def zerosum_normal_logpdf(x, sd) -> float:
     return float(-0.5 * np.sum((x / sd) ** 2) - (np.log(sd) + 0.5 * np.log(2 * np.pi)) * dof)
 
 
+def classifier_precisions(coef_precision, intercept_precision, d: int) -> tuple[np.ndarray, float]:
+    """(gamma, tau): a classifier's coefficient precision as a (d, d) matrix (a
+    number, one per feature, or a symmetric matrix; all zeros is flat, else
+    positive definite) and its intercept precision, one number (0: flat); a
+    ValueError naming the problem otherwise. :func:`gaussian_coef` takes gamma."""
+    gamma = check_positive_precision(coef_precision, "coef_precision")
+    if gamma.ndim == 0:
+        gamma = np.eye(d) * gamma
+    elif gamma.ndim == 1:
+        if gamma.shape != (d,):
+            raise ValueError(f"coef_precision has {gamma.size} entries for {d} features.")
+        gamma = np.diag(gamma)
+    elif gamma.shape != (d, d) or not np.allclose(gamma, gamma.T):
+        raise ValueError(
+            f"coef_precision as a matrix must be symmetric ({d}, {d}), got shape "
+            f"{gamma.shape}."
+        )
+    diag_zero = np.diag(gamma) == 0
+    if diag_zero.any() and not np.all(gamma == 0):
+        raise ValueError(
+            "coef_precision mixes flat (0) and proper entries; use all zeros (flat) or a "
+            "positive definite precision."
+        )
+    if not diag_zero.any() and np.linalg.eigvalsh(gamma).min() <= 0:
+        raise ValueError("coef_precision must be positive definite (or all zeros for flat).")
+    tau = check_positive_precision(intercept_precision, "intercept_precision")
+    if tau.ndim != 0:
+        raise ValueError(f"intercept_precision must be one number, got {intercept_precision!r}.")
+    return gamma, float(tau)
+
+
 def gaussian_coef(gamma: np.ndarray, name: str = "coef", dims=D.FEATURE):
     """The classifier's coefficients ~ N(0, ``gamma``^-1) as a PyMC variable in the
     model being built: flat where ``gamma`` is all zeros, independent Normals

@@ -67,28 +67,7 @@ def _priors(annotations: Annotations, sensitivity_prior, specificity_prior, prev
             raise ValueError("coef_precision='auto' (the default) is chosen by an EM (em(), "
                              "build_model(), decoupled()); here give a number, e.g. the "
                              "precision em() chose, em(annotations).attrs['coef_precision'].")
-        gamma = C.check_positive_precision(coef_precision, "coef_precision")
-        if gamma.ndim == 0:
-            gamma = np.eye(d) * gamma
-        elif gamma.ndim == 1:
-            if gamma.shape != (d,):
-                raise ValueError(f"coef_precision has {gamma.size} entries for {d} features.")
-            gamma = np.diag(gamma)
-        elif gamma.shape != (d, d) or not np.allclose(gamma, gamma.T):
-            raise ValueError(
-                f"coef_precision as a matrix must be symmetric ({d}, {d}), got shape "
-                f"{gamma.shape}."
-            )
-        diag_zero = np.diag(gamma) == 0
-        if diag_zero.any() and not np.all(gamma == 0):
-            raise ValueError(
-                "coef_precision mixes flat (0) and proper entries; use all zeros (flat) or a "
-                "positive definite precision."
-            )
-        if not diag_zero.any() and np.linalg.eigvalsh(gamma).min() <= 0:
-            raise ValueError("coef_precision must be positive definite (or all zeros for flat).")
-        p["gamma"] = gamma
-        p["tau"] = float(C.check_positive_precision(intercept_precision, "intercept_precision"))
+        p["gamma"], p["tau"] = C.classifier_precisions(coef_precision, intercept_precision, d)
     return p
 
 

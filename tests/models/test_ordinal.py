@@ -99,9 +99,8 @@ def test_prior_and_option_messages():
     with pytest.raises(ValueError, match="spacing_prior must be"):
         ordinal.build_model(ann, variant="latent", spacing_prior=0.5)
     feats = ann.with_features(np.eye(3)[:, :2])
-    with pytest.raises(ValueError, match="coef_precision of the latent variant is one number "
-                                         "or 2"):
-        ordinal.build_model(feats, variant="latent", coef_precision=np.eye(2))
+    with pytest.raises(ValueError, match="coef_precision has 3 entries for 2 features"):
+        ordinal.build_model(feats, variant="latent", coef_precision=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="finite and >= 0"):
         ordinal.em(feats, coef_precision=-1)
 

@@ -165,7 +165,7 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
         ``attrs["coef_precision"]``, one per threshold; benchmarks/README.md,
         ordinal_prior.py, has the leave-one-set-out table behind the default).
         Latent with features: the precision of the truth's ordered-logit
-        ``coef`` (a number or one per feature; ``"auto"``:
+        ``coef`` (a number, one per feature or a matrix; ``"auto"``:
         :data:`latent.AUTO_PRECISION <crowd_models.models.ordinal.latent.AUTO_PRECISION>`,
         1, which the gold-free :func:`pooled_precision` did not beat out of
         sample) and of its ``truth_cutpoints`` (``intercept_precision``).

@@ -114,8 +114,12 @@ def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, w
     if np.ndim(bias_sd) != 0:
         raise ValueError(f"bias_sd must be one number, got "
                          f"{bias_sd!r}.")
+    classifier = {}  # the truth's ordered logit, with features
+    if ann.features is not None:
+        classifier["gamma"], classifier["tau"] = C.classifier_precisions(
+            coef_precision, intercept_precision, ann.n_features)
     return dict(
-        **_classifier_priors(ann, coef_precision, intercept_precision),
+        **classifier,
         prevalence=np.broadcast_to(prev, (K,)).copy(),
         bias_sd=float(_positive(bias_sd, "bias_sd")),
         noise_shape=_positive(shape, "noise_prior shape", (ann.n_annotators,)),
@@ -124,24 +128,6 @@ def _latent_priors(ann, prevalence_prior, bias_sd, noise_prior, spacing_prior, w
         width_sd=float(_positive(width_sd, "width_sd")),
         link=link,
     )
-
-
-def _classifier_priors(ann, coef_precision, intercept_precision) -> dict:
-    """With features: the ordered logit's precisions, ``coef_precision`` (feature,)
-    and ``intercept_precision`` (of the truth's cut points); {} without."""
-    if ann.features is None:
-        return {}
-    d = ann.n_features
-    gamma = C.check_positive_precision(coef_precision, "coef_precision")
-    if gamma.shape not in ((), (d,)) or (np.any(gamma == 0) and not np.all(gamma == 0)):
-        raise ValueError(
-            f"coef_precision of the latent variant is one number or {d} (one a feature), "
-            f"all > 0 or all 0 (flat), or 'auto'; got {coef_precision!r}.")
-    tau = C.check_positive_precision(intercept_precision, "intercept_precision")
-    if tau.ndim != 0:
-        raise ValueError(f"intercept_precision must be one number, got {intercept_precision!r}.")
-    return {"coef_precision": np.broadcast_to(gamma, (d,)).copy(),
-            "intercept_precision": float(tau)}
 
 
 AUTO_PRECISION = 1.0
@@ -211,8 +197,7 @@ def _log_truth_prior_pt(ann, pri, start):
     """log P(level | x), (item, level): the truth's ordered logit, ``coef``
     (feature) and ordered ``truth_cutpoints`` (threshold)."""
     X = pm.Data("features", ann.features, dims=(D.ITEM, D.FEATURE))
-    coef = C.gaussian_coef(np.diag(pri["coef_precision"]))
-    tau = pri["intercept_precision"]
+    coef, tau = C.gaussian_coef(pri["gamma"]), pri["tau"]
     ordered = dict(transform=pm.distributions.transforms.ordered,
                    initval=start["truth_cutpoints"], dims=D.THRESHOLD)
     cuts = (pm.Flat("truth_cutpoints", **ordered) if tau == 0 else
@@ -360,7 +345,7 @@ def build_model(
         As in :func:`crowd_models.models.ordinal.build_model`.
     coef_precision, intercept_precision : optional
         With features: the prior precision of the truth's ordered-logit
-        coefficients (a number, one per feature, or "auto": the default,
+        coefficients (a number, one per feature, a matrix, or "auto": the default,
         :data:`AUTO_PRECISION`) and of its cut points ``truth_cutpoints``
         (0: flat).
     link, annotator_cutpoints, guessing, guess_prior : optional
