@@ -67,12 +67,14 @@ def check_identifiable(annotations, family: str) -> None:
 
 
 def check_converged(attrs: dict, family: str) -> None:
-    """Warn when an EM fit's attrs say it stopped without converging."""
+    """Warn when an EM fit's attrs say it stopped without converging (with the
+    fit's own ``stop_reason`` where it gives one)."""
     if "converged" in attrs and not attrs["converged"]:
         warn(
             f"{family} EM stopped after {attrs.get('n_iter', '?')} iterations without "
-            f"converging (attrs['converged'] = 0): the estimates are not a fixed point. "
-            f"Raise max_iter or loosen tol.")
+            f"converging (attrs['converged'] = 0): " + attrs.get(
+                "stop_reason", "the estimates are not a fixed point. Raise max_iter or "
+                               "loosen tol."))
 
 
 BOUNDARY = 1e-10

@@ -49,8 +49,8 @@ FAMILIES = ("dawid_skene", "two_coin", "ordinal")
 """The families :class:`CrowdClassifier` fits (the categorical ones with a
 classifier of the features and an EM)."""
 
-_PRIORS = ("coef_precision", "intercept_precision", "prevalence_prior", "confusion_prior",
-           "accuracy_prior", "sensitivity_prior", "specificity_prior")
+_PRIORS = ("coef_precision", "intercept_precision", "confusion_prior", "accuracy_prior",
+           "sensitivity_prior", "specificity_prior")
 """The prior keywords :class:`CrowdClassifier` passes on (each family takes some)."""
 
 CLASSIFIER_TOL = 1e-6
@@ -104,10 +104,12 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         The family's variant; None takes its default. Dawid-Skene: "full" (the
         default), "one_coin" (and "pooled" without a ``classifier``); ordinal:
         "cumulative" (the variant with an EM); two-coin has none.
-    coef_precision, intercept_precision, prevalence_prior, confusion_prior, accuracy_prior, \
-sensitivity_prior, specificity_prior : optional
+    coef_precision, intercept_precision, confusion_prior, accuracy_prior, sensitivity_prior, \
+specificity_prior : optional
         The family's prior keywords (see its ``build_model``); None takes the
         family's default. A prior the family does not take must stay None.
+        There is no ``prevalence_prior``: the classifier of ``X`` gives the
+        classes' shares.
     tol, max_iter : optional
         The EM's stopping rule; None takes the family's default (with a
         ``classifier``: :data:`CLASSIFIER_TOL` on the labels' log-likelihood
@@ -162,16 +164,15 @@ sensitivity_prior, specificity_prior : optional
 
     def __init__(self, family="dawid_skene", classifier=None, *, regularization="auto",
                  variant=None,
-                 coef_precision=None, intercept_precision=None, prevalence_prior=None,
-                 confusion_prior=None, accuracy_prior=None, sensitivity_prior=None,
-                 specificity_prior=None, tol=None, max_iter=None):
+                 coef_precision=None, intercept_precision=None, confusion_prior=None,
+                 accuracy_prior=None, sensitivity_prior=None, specificity_prior=None, tol=None,
+                 max_iter=None):
         self.family = family
         self.classifier = classifier
         self.regularization = regularization
         self.variant = variant
         self.coef_precision = coef_precision
         self.intercept_precision = intercept_precision
-        self.prevalence_prior = prevalence_prior
         self.confusion_prior = confusion_prior
         self.accuracy_prior = accuracy_prior
         self.sensitivity_prior = sensitivity_prior

@@ -401,6 +401,21 @@ def classifier_log_prior(classifier, features: np.ndarray, n_classes: int) -> np
     return np.log(np.maximum(prior, CLASSIFIER_FLOOR))
 
 
+CLASSIFIER_TURNS = 10
+""":func:`classifier_em` stops when the labels' log-likelihood has turned
+(a rise followed by a fall, or the reverse, each by more than
+:data:`CLASSIFIER_TURN_SIZE`) this many times (benchmarks/README.md,
+``classifier_stopping.py``, has the leave-one-design-out table behind the
+rule)."""
+
+CLASSIFIER_TURN_SIZE = 1e-6
+"""The smallest change of the labels' log-likelihood, relative to its size,
+that counts as a rise or a fall for :data:`CLASSIFIER_TURNS`: a nat in a
+million. A classifier fitted to a tolerance (a logistic regression's L-BFGS)
+jitters the likelihood far below that near its fixed point; a tree's jumps
+are of a nat or more."""
+
+
 def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates, log_confusion,
                   *, tol: float, max_iter: int):
     """Raykar et al.'s EM with a black-box classifier as the prior of the truth
@@ -413,9 +428,18 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
     ``log_confusion(params)`` (annotator, true_class, label_class) and the
     classifier's probabilities as the prior. A black-box M-step need not
     maximise anything exactly, so it stops when the labels' marginal
-    log-likelihood moves by less than ``tol`` (plain EM, no extrapolation).
-    Returns (params, prob, per-item log-likelihood, steps run, converged); the
-    classifier is left fitted to the last soft labels but one.
+    log-likelihood moves by less than ``tol`` (plain EM, no extrapolation): it
+    has converged. (That likelihood need not rise at every step: a penalised
+    classifier's EM climbs the posterior, and the likelihood can fall
+    steadily on the way to its fixed point.) A step-function classifier (a
+    tree, a forest) can instead make it go up and down by a nat or so for
+    ever, so the EM also stops when the likelihood has turned
+    :data:`CLASSIFIER_TURNS` times by more than :data:`CLASSIFIER_TURN_SIZE`,
+    or at ``max_iter``. Returns (params, prob, per-item log-likelihood, steps
+    run, converged, attrs) of the last step, ``attrs`` with the reason
+    (``stop_reason``, what :func:`crowd_models._trust.check_converged` warns
+    with) where it stopped on the turns; the classifier is left fitted to the
+    soft labels of the step before.
     """
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
         raise ValueError(f"max_iter must be a whole number >= 1, got {max_iter!r}.")
@@ -423,8 +447,8 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
     K = annotations.n_classes
     rows, targets = np.tile(X, (K, 1)), np.repeat(np.arange(K), len(X))
     plain = annotations.with_features(None)
-    previous, converged, n_iter = -np.inf, False, 0
-    while n_iter < max_iter:
+    previous, n_iter, rising, turns = -np.inf, 0, None, 0
+    while n_iter < max_iter and turns < CLASSIFIER_TURNS:
         n_iter += 1
         params = rates(plain, prob)
         fit_weighted(classifier, rows, targets, np.asarray(prob, dtype=float).T.ravel())
@@ -433,10 +457,19 @@ def classifier_em(annotations: Annotations, classifier, prob: np.ndarray, rates,
             item_joint_np(log_confusion(params), annotations) + prior, overwrite=True)
         loglik = float(item_ll.sum())
         if abs(loglik - previous) < tol:
-            converged = True
-            break
+            return params, prob, item_ll, n_iter, True, {}
+        if n_iter > 1 and abs(loglik - previous) > CLASSIFIER_TURN_SIZE * abs(loglik):
+            turns += rising is not None and rising != (loglik > previous)
+            rising = loglik > previous
         previous = loglik
-    return params, prob, item_ll, n_iter, converged
+    if turns < CLASSIFIER_TURNS:
+        return params, prob, item_ll, n_iter, False, {}
+    reason = (f"the labels' log-likelihood went up and down {CLASSIFIER_TURNS} times (each "
+              f"change more than {CLASSIFIER_TURN_SIZE:g} of it) without moving less than "
+              f"tol={tol:g}: {type(classifier).__name__}'s fit does not settle (a tree's or a "
+              f"forest's jumps between step functions), and more steps would not settle it. "
+              f"A smoother classifier or a larger tol settles.")
+    return params, prob, item_ll, n_iter, False, {"stop_reason": reason}
 
 
 # --------------------------------------------------------- the EM output

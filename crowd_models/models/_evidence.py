@@ -180,13 +180,14 @@ def resolved(coef_precision, annotations, em_fit):
     """A ``build_model``'s precision: ``coef_precision`` as given, or for
     ``"auto"`` the one ``em_fit()`` (the family's EM at ``"auto"`` on the same
     annotations and priors) chooses (an array where it chooses several: the
-    cumulative ordinal model's, one per threshold); 1 (unused) without
-    features. The EM's trust warnings are left to the fits of the model,
-    which repeat them."""
+    cumulative ordinal model's, one per threshold); "auto" as given without
+    features, where it is unused (so the model's EM comparison runs at the
+    default, which a featureless EM takes). The EM's trust warnings are left
+    to the fits of the model, which repeat them."""
     if not is_auto(coef_precision):
         return coef_precision
     if annotations.features is None:
-        return 1.0
+        return coef_precision
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         chosen = np.asarray(em_fit().attrs["coef_precision"], dtype=float)

@@ -77,7 +77,11 @@ class Prior:
     or ``"count"``, a whole number; None: not offered there), ``metavar`` and ``text``
     its ``--help`` (one text per keyword, whichever families take it),
     ``needs`` what else the command line must have (None, ``"features"``,
-    ``"no-features"``, ``"bias"``, ``"scale"``) and ``shown`` the default as
+    ``"no-features"``, ``"bias"``, ``"scale"``; the first two also what the
+    annotations must have in Python, :func:`refuse_unused`), ``flat`` the
+    number that, in every entry, makes the prior flat (it then says nothing,
+    and :func:`refuse_unused` lets it pass where it is unused: the families'
+    ``FLAT_PRIORS`` fit any annotations) and ``shown`` the default as
     ``--help`` writes it where that is not the default's numbers (a None the
     family resolves). ``variants`` are the family's variants that take it
     (empty: all); ``setting`` marks a model setting that the command line
@@ -90,6 +94,7 @@ class Prior:
     metavar: str = ""
     text: str = ""
     needs: str | None = None
+    flat: float | None = None
     shown: str | None = None
     variants: tuple[str, ...] = ()
     setting: bool = False
@@ -254,7 +259,8 @@ _SPECIFICITY = Prior("specificity_prior", (3.0, 2.0), "beta", "A,B",
                      "Beta prior of each annotator's specificity")
 _PREVALENCE = Prior("prevalence_prior", 2.0, "concentration", "A,B|C",
                     "prior of the class shares (without --features): Beta A,B of the positive "
-                    "share (of each threshold, ordinal cumulative) or a Dirichlet concentration C")
+                    "share (of each threshold, ordinal cumulative) or a Dirichlet concentration C",
+                    flat=1.0)
 _BETA_PREVALENCE = replace(_PREVALENCE, default=(2.0, 2.0), kind="beta", needs="no-features")
 _SPREAD_PRIOR = Prior("spread_prior", 1.0, "positive", "S", "HalfNormal scale of the annotators' "
                       "spread around the population confusion", variants=("hierarchical",))
@@ -268,8 +274,8 @@ _COEF_PRECISION = Prior("coef_precision", 1.0, "nonnegative", "P|auto",
                         "dawid-skene needs > 0), or 'auto' (the default; ordinal: each "
                         "threshold its own; latent: 1), chosen by the crowd labels' "
                         "evidence",
-                        needs="features")
-_INTERCEPT_PRECISION = Prior("intercept_precision", 0.01)
+                        needs="features", flat=0.0)
+_INTERCEPT_PRECISION = Prior("intercept_precision", 0.01, needs="features", flat=0.0)
 _AUTO_PRECISION = replace(_COEF_PRECISION, default="auto", kind="auto_nonnegative",
                           shown="auto")
 """Two-coin's, Dawid-Skene's, the continuous and the ordinal models'
@@ -303,7 +309,7 @@ _ORDINAL_PRIORS = (
     replace(_SPECIFICITY, variants=_CUMULATIVE),
     # None: Beta(2, 2) on each threshold's share (cumulative), Dirichlet(2) (latent)
     replace(_BETA_PREVALENCE, default=None, shown="2,2", variants=_CUMULATIVE),
-    replace(_PREVALENCE, default=None, shown="2", variants=_LATENT),
+    replace(_PREVALENCE, default=None, shown="2", variants=_LATENT, needs="no-features"),
     _AUTO_PRECISION,  # latent: its truth's ordered logit ("auto": latent.AUTO_PRECISION)
     _INTERCEPT_PRECISION,
     replace(_BIAS_SD, variants=_LATENT),
@@ -481,6 +487,61 @@ def candidates() -> list[Variant]:
 def sbc_cases() -> dict[tuple[str, str | None], tuple[Variant, Case]]:
     """(family, case name) -> (record, case) of every calibration case."""
     return {(r.family, case.name): (r, case) for r in REGISTRY for case in r.sbc}
+
+
+def refuse_unused(family: str, variant: str, has_features: bool, **given) -> None:
+    """A ValueError for a prior keyword given a value other than its default,
+    None or a flat one, that the annotations leave unused: one of the classifier
+    of the features (``needs="features"``) without features, or of the class
+    shares (``needs="no-features"``) with them, where the classifier gives the
+    shares. The command line refuses the same options by its flags' names first."""
+    record = find(family, variant)
+    for prior in record.variant_priors if record else ():
+        if prior.name not in given or prior.needs not in ("features", "no-features"):
+            continue
+        value = given[prior.name]
+        if value is None or is_default(value, prior.default) or _is_flat(value, prior.flat) or (
+                (prior.needs == "features") == has_features):
+            continue
+        if prior.needs == "features":
+            what = "regression" if record.labels == "continuous" else "classifier"
+            raise ValueError(
+                f"{prior.name}={value!r} is a prior of the {what} of the features, and "
+                f"these annotations have no features, so the {record.title} model would not "
+                f"use it. Leave {prior.name} out, or give the items' features (from_frame("
+                f"..., features=...) or annotations.with_features(X)).")
+        raise ValueError(
+            f"{prior.name}={value!r} is the prior of the class shares, and with features the "
+            f"{record.title} model takes the shares from the classifier of the features, so "
+            f"it would not use it. Leave {prior.name} out (coef_precision and "
+            f"intercept_precision are the classifier's priors), or fit without the features "
+            f"(annotations.with_features(None)).")
+
+
+def _is_flat(value, flat) -> bool:
+    """Whether every entry of ``value`` is the prior's ``flat`` number."""
+    import numpy as np
+
+    if flat is None or isinstance(value, str):
+        return False
+    try:
+        entries = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return entries.size > 0 and bool(np.all(entries == flat))
+
+
+def is_default(value, default) -> bool:
+    """Whether a keyword's value is its default (numbers, tuples, arrays, strings, None)."""
+    if value is None or default is None or isinstance(value, str) or isinstance(default, str):
+        return value is default or (isinstance(value, str) and value == default)
+    import numpy as np
+
+    try:
+        a, b = np.asarray(value, dtype=float), np.asarray(default, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return a.shape == b.shape and bool(np.all(a == b))
 
 
 def default_priors(family: str) -> dict:

@@ -14,7 +14,9 @@ on the classifier.
 
 Which parameter, and over which grid, is :data:`GRIDS`' entry for the
 classifier's class (a ``Pipeline``'s last step), taken only while that
-parameter holds the class's default: a value the caller set is kept.
+parameter holds the class's default: a value the caller set is kept. Where the
+grid's strongest value scores best, the search goes on past it (the entry's
+further values) while the strongest value tried stays the best.
 """
 
 from __future__ import annotations
@@ -26,20 +28,26 @@ import numpy as np
 
 from crowd_models._text import listing
 from crowd_models.models import _common as C
+from crowd_models.models import _registry
 
 GRIDS = {
-    "LogisticRegression": ("C", (1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0)),
-    "MLPClassifier": ("alpha", (10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4)),
-    "SVC": ("C", (1e-2, 0.1, 1.0, 10.0, 100.0)),
-    "DecisionTreeClassifier": ("max_depth", (2, 3, 5, 8, 12, None)),
-    "RandomForestClassifier": ("min_samples_leaf", (50, 20, 10, 5, 2, 1)),
-    "ExtraTreesClassifier": ("min_samples_leaf", (50, 20, 10, 5, 2, 1)),
-    "HistGradientBoostingClassifier": ("l2_regularization", (100.0, 10.0, 1.0, 0.1, 0.0)),
+    "LogisticRegression": ("C", (1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0), (1e-4, 1e-5)),
+    "MLPClassifier": ("alpha", (10.0, 1.0, 0.1, 1e-2, 1e-3, 1e-4), (100.0, 1000.0)),
+    "SVC": ("C", (1e-2, 0.1, 1.0, 10.0, 100.0), (1e-3, 1e-4)),
+    "DecisionTreeClassifier": ("max_depth", (2, 3, 5, 8, 12, None), (1,)),
+    "RandomForestClassifier": ("min_samples_leaf", (50, 20, 10, 5, 2, 1), (100, 200)),
+    "ExtraTreesClassifier": ("min_samples_leaf", (50, 20, 10, 5, 2, 1), (100, 200)),
+    "HistGradientBoostingClassifier": ("l2_regularization", (100.0, 10.0, 1.0, 0.1, 0.0),
+                                       (1000.0, 1e4)),
 }
-"""Class name -> (its regularisation parameter, the grid searched), each grid
-from the strongest regularisation to the weakest (a tie goes to the stronger):
-one value per decade for the penalties, depths and leaf sizes spread over the
-range that matters for a few hundred to a few thousand items."""
+"""Class name -> (its regularisation parameter, the grid searched, further
+values), each grid from the strongest regularisation to the weakest (a tie goes
+to the stronger): one value per decade for the penalties, depths and leaf sizes
+spread over the range that matters for a few hundred to a few thousand items.
+The further values, stronger still and in that order, are tried one at a time
+while the strongest value tried so far scores best (a best value at the
+grid's strong end says the search stopped too soon; its weak end is close to
+no regularisation already)."""
 
 FOLDS = 5
 """The folds of :func:`tune`'s cross-fitting (items shuffled with seed 0)."""
@@ -79,10 +87,12 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
     dict
         Attributes for the fit: ``classifier_tuning`` (what was done, in words)
         and, where a grid was searched, ``classifier_parameter``,
-        ``classifier_grid`` and ``classifier_brier`` (each value's held-out
-        expected Brier score per item; the smallest is chosen).
+        ``classifier_grid`` (the values tried, strongest first: the grid, with
+        the further values that were reached in front of it) and
+        ``classifier_brier`` (each value's held-out expected Brier score per
+        item; the smallest is chosen).
     """
-    name, grid, reason = _search_plan(classifier, regularization)
+    name, grid, further, reason = _search_plan(classifier, regularization)
     if grid is None:
         return {"classifier_tuning": reason}
     if annotations.n_items < MIN_ITEMS:
@@ -90,7 +100,12 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
                                      f"{MIN_ITEMS} to choose {name} by held-out folds"}
     soft = label_posterior(annotations, start, rates, log_confusion, tol=min(tol, LABEL_TOL),
                            max_iter=max(max_iter, LABEL_MAX_ITER))
-    brier = _held_out_brier(annotations, classifier, name, grid, soft)
+    grid, brier = list(grid), list(_held_out_brier(annotations, classifier, name, grid, soft))
+    for value in further:
+        if int(np.argmin(brier)) != 0:
+            break
+        grid.insert(0, value)
+        brier.insert(0, _held_out_brier(annotations, classifier, name, [value], soft)[0])
     best = int(np.argmin(brier))
     classifier.set_params(**{name: grid[best]})
     return {"classifier_tuning": f"{name}={grid[best]!r} chosen by the held-out expected "
@@ -100,8 +115,18 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
             "classifier_brier": np.asarray(brier, dtype=float)}
 
 
-def require_classifier(classifier, regularization) -> None:
-    """A ValueError when ``regularization`` is set without a ``classifier`` to apply to."""
+def require_classifier(classifier, regularization, coef_precision, intercept_precision,
+                       defaults) -> None:
+    """A ValueError when ``regularization`` is set without a ``classifier`` to
+    apply to, or the built-in classifier's precisions (not their ``defaults``,
+    the family's) with one, which would ignore them."""
+    for name, value in (("coef_precision", coef_precision),
+                        ("intercept_precision", intercept_precision)):
+        if classifier is not None and not _registry.is_default(value, defaults[name]):
+            raise ValueError(f"{name}={value!r} is a prior of the built-in classifier, and "
+                             f"classifier= replaces it: the estimator's own regularisation "
+                             f"applies (regularization='auto' chooses it, or "
+                             f"{{parameter: values}}). Leave {name} out.")
     if classifier is None and not _is_auto(regularization):
         raise ValueError(f"regularization={regularization!r} applies to a classifier= (its "
                          f"own regularisation parameter); the built-in classifier's "
@@ -110,10 +135,11 @@ def require_classifier(classifier, regularization) -> None:
 
 
 def _search_plan(classifier, regularization):
-    """(parameter, grid, reason): the grid to search, or grid None with the
+    """(parameter, grid, further values, reason): the grid to search and the
+    values past its strong end (none for a caller's grid), or grid None with the
     reason the classifier stays as given."""
     if regularization is None:
-        return None, None, "as given (regularization=None)"
+        return None, None, (), "as given (regularization=None)"
     if isinstance(regularization, dict):
         if len(regularization) != 1:
             raise ValueError(
@@ -128,7 +154,7 @@ def _search_plan(classifier, regularization):
         values = tuple(values)
         if not values:
             raise ValueError(f"regularization={{{name!r}: []}} gives no value to try.")
-        return name, values, ""
+        return name, values, (), ""
     if not _is_auto(regularization):
         raise ValueError(f"regularization must be 'auto', None or {{parameter: values}}, "
                          f"got {regularization!r}.")
@@ -136,15 +162,15 @@ def _search_plan(classifier, regularization):
     prefix, estimator = ("", classifier) if last is None else (f"{last[0]}__", last[1])
     kind = type(estimator).__name__
     if kind not in GRIDS:
-        return None, None, (f"as given: {kind} has no known regularisation parameter "
+        return None, None, (), (f"as given: {kind} has no known regularisation parameter "
                             f"(regularization={{parameter: values}} searches one)")
-    name, grid = GRIDS[kind]
+    name, grid, further = GRIDS[kind]
     signature = inspect.signature(type(estimator).__init__).parameters
     default = signature[name].default if name in signature else inspect.Parameter.empty
     current = estimator.get_params()[name]
     if default is inspect.Parameter.empty or not _same(current, default):
-        return None, None, f"as given: {name}={current!r} set by the caller"
-    return prefix + name, grid, ""
+        return None, None, (), f"as given: {name}={current!r} set by the caller"
+    return prefix + name, grid, further, ""
 
 
 def _is_auto(value) -> bool:

@@ -702,6 +702,9 @@ def build_model(
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
     _trust.check_constant_annotators(annotations, "the continuous model")
+    _registry.refuse_unused("continuous", noise, annotations.features is not None,
+                            coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     annotations = annotations.standardized()
     nu = _check_noise(noise, nu)
     coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
@@ -838,6 +841,9 @@ def em(
     _require_continuous(annotations)
     _trust.check_identifiable(annotations, "the continuous model")
     _trust.check_constant_annotators(annotations, "the continuous model")
+    _registry.refuse_unused("continuous", noise, annotations.features is not None,
+                            coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     annotations = annotations.standardized()
     _check_noise(noise, 4.0)
     if noise != "gaussian":

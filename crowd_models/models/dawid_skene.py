@@ -625,6 +625,7 @@ def build_model(
     """
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
+    _refuse_unused(annotations, variant, prevalence_prior, coef_precision, intercept_precision)
     annotations = annotations.standardized()
     coef_precision = _chosen_precision(coef_precision, annotations, variant,
                                        confusion_prior=confusion_prior,
@@ -803,6 +804,8 @@ def em(
             start=start, classifier=classifier), tol, max_iter, accelerate)
     C.require_categorical(annotations, "the Dawid-Skene model")
     _trust.check_identifiable(annotations, "the Dawid-Skene model")
+    _refuse_unused(annotations, variant, prevalence_prior, coef_precision, intercept_precision,
+                   classifier, regularization)
     if variant == "hierarchical":
         raise ValueError("the hierarchical variant has no EM: use fit_map or sample on "
                          "build_model(..., variant='hierarchical').")
@@ -824,7 +827,6 @@ def em(
             raise ValueError(f"start must be (item, true_class) = "
                              f"({annotations.n_items}, {annotations.n_classes}) probabilities.")
         start = start / start.sum(axis=1, keepdims=True)
-    _tuning.require_classifier(classifier, regularization)
     if classifier is not None:
         return _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,
                               max_iter)
@@ -953,6 +955,17 @@ def _large_em(annotations, variant, chunk_items, priors, controls, tol, max_iter
         supports=_EM_SUPPORTS)
 
 
+def _refuse_unused(annotations, variant, prevalence_prior, coef_precision, intercept_precision,
+                   classifier=None, regularization="auto") -> None:
+    """A ValueError for a prior the annotations, or a black-box ``classifier``,
+    would leave unused (and for ``regularization`` without a classifier)."""
+    _registry.refuse_unused("dawid_skene", variant, annotations.features is not None,
+                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
+    _tuning.require_classifier(classifier, regularization, coef_precision, intercept_precision,
+                               DEFAULT_PRIORS)
+
+
 def _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,
                    max_iter) -> xr.Dataset:
     """:func:`em` with a scikit-learn classifier as the prior of the truth."""
@@ -966,8 +979,8 @@ def _classifier_em(annotations, pri, variant, classifier, regularization, start,
                  tol=tol, max_iter=max_iter)
     start = majority_vote(annotations).values if start is None else start
     tuning = _tuning.tune(annotations, classifier, regularization, start, **steps)
-    params, prob, item_ll, n_iter, converged = C.classifier_em(annotations, classifier, start,
-                                                               **steps)
+    params, prob, item_ll, n_iter, converged, stop = C.classifier_em(annotations, classifier,
+                                                                     start, **steps)
     params.pop("prevalence", None)
     return C.em_dataset(
         annotations, {**params, "item_class_prob": prob}, _DIMS,
@@ -975,7 +988,7 @@ def _classifier_em(annotations, pri, variant, classifier, regularization, start,
         attrs={"family": "dawid_skene", "variant": variant, "method": "em",
                "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
                "classifier": repr(classifier), "n_iter": n_iter, "converged": int(converged),
-               **tuning},
+               **stop, **tuning},
         supports=_EM_SUPPORTS,
     )
 

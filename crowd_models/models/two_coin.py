@@ -366,6 +366,9 @@ def build_model(
     annotations = C.require_binary(annotations, "the two-coin model",
                                    positive).standardized()
     _trust.check_identifiable(annotations, "the two-coin model")
+    _registry.refuse_unused("two_coin", "", annotations.features is not None,
+                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     coef_precision = _evidence.resolved(coef_precision, annotations, lambda: em(
         annotations, sensitivity_prior=sensitivity_prior, specificity_prior=specificity_prior,
         prevalence_prior=prevalence_prior, coef_precision=coef_precision,
@@ -485,10 +488,14 @@ def em(
                          max_iter, accelerate)
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
+    _registry.refuse_unused("two_coin", "", annotations.features is not None,
+                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   1.0 if auto else coef_precision, intercept_precision)
-    _tuning.require_classifier(classifier, regularization)
+    _tuning.require_classifier(classifier, regularization, coef_precision, intercept_precision,
+                               DEFAULT_PRIORS)
     if classifier is not None:
         return _classifier_em(annotations, pri, classifier, regularization, tol, max_iter)
     annotations = annotations.standardized()
@@ -592,14 +599,14 @@ def _classifier_em(annotations, pri, classifier, regularization, tol, max_iter) 
                  tol=tol, max_iter=max_iter)
     start = majority_vote(annotations).values
     tuning = _tuning.tune(annotations, classifier, regularization, start, **steps)
-    params, prob, item_ll, n_iter, converged = C.classifier_em(annotations, classifier, start,
-                                                               **steps)
+    params, prob, item_ll, n_iter, converged, stop = C.classifier_em(annotations, classifier,
+                                                                     start, **steps)
     params.pop("prevalence", None)
     return _dataset(annotations, {**params, "item_class_prob": prob},
                     _counts(annotations, prob[:, 1]), pri, {
                         "log_likelihood": float(item_ll.sum()), "log_posterior": float("nan"),
                         "classifier": repr(classifier), "n_iter": n_iter,
-                        "converged": int(converged), **tuning})
+                        "converged": int(converged), **stop, **tuning})
 
 
 def decoupled(annotations: Annotations, *, positive=None, **priors) -> xr.Dataset:

@@ -141,7 +141,7 @@ TINY_VALUES = dict(precision=np.array([1.5, 0.7, 3.0]), bias=np.array([0.3, -0.5
 def test_gaussian_marginal_matches_quadrature(features):
     ann = _tiny(features).standardized()  # the features the model is fitted on
     # precision 1 for the hand prior below (the default "auto" takes em's choice)
-    model = continuous.build_model(ann, bias=True, coef_precision=1.0)
+    model = continuous.build_model(ann, bias=True, **({"coef_precision": 1.0} if features else {}))
     values = {k: v for k, v in TINY_VALUES.items() if features or k != "coef"}
     point = _point(model, values)
     loglik, mean, sd = _quad(ann, values, _gaussian_logpdf)

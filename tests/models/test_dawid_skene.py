@@ -353,6 +353,53 @@ def test_em_with_a_classifier_bad_input(sim4, sim4_features):
     assert len(messages) == 1 and "stopped after 2 iterations" in messages[0], messages
     assert caught[0].filename == __file__  # the user's line
 
+def test_em_with_a_classifier_that_does_not_settle_stops_on_its_turns():
+    """A classifier whose fits alternate between a prior that follows the feature
+    (which carries the truth) and a flat one: the labels' log-likelihood goes up
+    and down and never settles. The EM stops at its CLASSIFIER_TURNS-th turn with
+    the reason, and returns its last step: the E-step of that step's confusion
+    and the classifier's prior then, by hand. Stopped by max_iter first, it
+    gives the generic advice."""
+    base = pytest.importorskip("sklearn.base", reason="needs scikit-learn")
+    from crowd_models.models import _common
+
+    class Flipper(base.ClassifierMixin, base.BaseEstimator):
+        def fit(self, X, y, sample_weight=None):
+            self.n_fits_ = getattr(self, "n_fits_", 0) + 1
+            self.classes_ = np.unique(y)
+            return self
+
+        def predict_proba(self, X):
+            if self.n_fits_ % 2 == 0:
+                return np.full((len(X), 2), 0.5)
+            positive = np.where(X[:, 0] > 0, 0.8, 0.2)
+            return np.stack([1 - positive, positive], axis=1)
+
+    rng = np.random.default_rng(4)
+    plain = ds.simulate(_confusions([0.65, 0.7, 0.75], 2), n_items=200, rng=rng)
+    crowd = plain.with_features((2.0 * plain.gold - 1 + rng.normal(0, 0.8, 200))[:, None])
+    clf = Flipper()
+    with pytest.warns(UserWarning, match=r"went up and down 10 times \(each change more than "
+                                         r"1e-06 of it\) without moving less than tol=1e-08: "
+                                         r"Flipper's fit does not settle"):
+        fit = ds.em(crowd, classifier=clf, regularization=None, tol=1e-8, max_iter=500)
+    # the first change sets the direction, each later one turns it
+    steps = _common.CLASSIFIER_TURNS + 2
+    assert not fit.attrs["converged"] and fit.attrs["n_iter"] == steps == clf.n_fits_
+    for n_fits in (steps, steps - 1):  # the last step's prior, and the one before
+        clf.n_fits_ = n_fits
+        joint = np.log(clf.predict_proba(crowd.features))  # standardised: the same sign
+        np.add.at(joint, crowd.item_idx,
+                  np.log(fit["confusion"].values[0, 0][crowd.annotator_idx, :, crowd.labels]))
+        by_hand = np.exp(joint - joint.max(axis=1, keepdims=True))
+        by_hand /= by_hand.sum(axis=1, keepdims=True)
+        close = np.allclose(fit["item_class_prob"].values[0, 0], by_hand, atol=1e-12)
+        assert close == (n_fits == steps)
+    with pytest.warns(UserWarning, match=r"stopped after 4 iterations .* Raise max_iter"):
+        short = ds.em(crowd, classifier=Flipper(), regularization=None, tol=1e-8, max_iter=4)
+    assert short.attrs["n_iter"] == 4 and "stop_reason" not in short.attrs
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["full", "hierarchical"])
 def test_nuts_recovers_confusions(variant):

@@ -385,9 +385,9 @@ def test_latent_marginal_matches_brute_force(link, guessing, own_cuts, K, featur
     ann = _tiny_latent(K)
     if features:
         ann = ann.with_features(np.array([[0.3, 1.0], [-1.2, 0.4], [2.0, -0.5], [0.1, 0.0]]))
+    classifier = dict(coef_precision=[0.7, 2.0], intercept_precision=0.2) if features else {}
     model = ordinal.build_model(ann, variant="latent", link=link, guessing=guessing,
-                                annotator_cutpoints=own_cuts, coef_precision=[0.7, 2.0],
-                                intercept_precision=0.2)
+                                annotator_cutpoints=own_cuts, **classifier)
     # the interior levels' intervals, per annotator: narrower, wider, much wider
     ratio = np.array([[-0.4], [0.3], [1.2]]) if K == 3 else np.array(
         [[-0.4, 0.5], [0.3, -0.2], [1.2, 0.1]])

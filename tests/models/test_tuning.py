@@ -53,7 +53,7 @@ def test_auto_sets_the_best_value_of_the_grid(crowd):
     the default, and sets the value with the highest held-out score."""
     clf = LogisticRegression()
     fit = dawid_skene.em(crowd, classifier=clf, tol=1e-6)
-    name, grid = _tuning.GRIDS["LogisticRegression"]
+    name, grid, _ = _tuning.GRIDS["LogisticRegression"]
     brier = fit.attrs["classifier_brier"]
     assert fit.attrs["classifier_parameter"] == name and len(brier) == len(grid)
     assert clf.C == grid[int(np.argmin(brier))]
@@ -69,7 +69,35 @@ def test_auto_sets_the_best_value_of_the_grid(crowd):
                                             rng=np.random.default_rng(1)),
                           classifier=piped, tol=1e-3, max_iter=2)
     assert fit.attrs["classifier_parameter"] == "mlpclassifier__alpha"
-    assert piped[-1].alpha in _tuning.GRIDS["MLPClassifier"][1]
+    assert piped[-1].alpha in sum(_tuning.GRIDS["MLPClassifier"][1:], ())
+
+
+def test_the_search_goes_past_the_grids_strong_end_while_it_scores_best(crowd):
+    """Features of pure noise: every penalty fits noise the stronger one does not,
+    so the grid's strongest C scores best and the search tries the further values
+    in turn. Each value's score is the one a caller's grid of that value alone
+    gets (the same folds), and the value set is the smallest score's."""
+    noise = crowd.with_features(np.random.default_rng(3).normal(size=(crowd.n_items, 30)))
+    name, grid, further = _tuning.GRIDS["LogisticRegression"]
+    clf = LogisticRegression()
+    fit = dawid_skene.em(noise, classifier=clf, tol=1e-4)
+    tried = [float(v) for v in fit.attrs["classifier_grid"].split(", ")]
+    brier = fit.attrs["classifier_brier"]
+    reached = len(tried) - len(grid)
+    assert reached >= 1 and tried == list(reversed(further[:reached])) + list(grid)
+    # each step went on only while the strongest value tried so far was the best
+    for k in range(reached):
+        assert np.argmin(brier[reached - k:]) == 0
+    assert reached == len(further) or np.argmin(brier) != 0
+    assert clf.C == tried[int(np.argmin(brier))] and clf.C < grid[0] * 10
+    for value, score in zip(tried[:reached + 1], brier, strict=False):
+        with pytest.warns(UserWarning, match="stopped after 1 iterations"):
+            alone = dawid_skene.em(noise, classifier=LogisticRegression(),
+                                   regularization={"C": [value]}, tol=1e-4, max_iter=1)
+        assert alone.attrs["classifier_brier"][0] == pytest.approx(score, rel=1e-9)
+    # features that carry the truth: the strong end scores worst, nothing is added
+    informative = dawid_skene.em(crowd, classifier=LogisticRegression(), tol=1e-4)
+    assert informative.attrs["classifier_grid"] == ", ".join(repr(v) for v in grid)
 
 
 def test_as_given_and_its_reasons(crowd):
@@ -99,6 +127,14 @@ def test_bad_regularization(crowd):
         dawid_skene.em(crowd, classifier=clf, regularization={"C": []})
     with pytest.raises(ValueError, match="regularization must be 'auto', None or"):
         dawid_skene.em(crowd, classifier=clf, regularization="yes")
+    # the built-in classifier's precisions, which classifier= would ignore
+    with pytest.raises(ValueError, match=r"coef_precision=4.0 is a prior of the built-in "
+                                         r"classifier, and classifier= replaces it"):
+        dawid_skene.em(crowd, classifier=clf, coef_precision=4.0)
+    with pytest.raises(ValueError, match=r"intercept_precision=1.0 is a prior of the built-in"):
+        two_coin.em(two_coin.simulate([0.8] * 3, [0.7] * 3, n_items=30, n_features=2,
+                                      rng=np.random.default_rng(0)),
+                    classifier=clf, intercept_precision=1.0)
 
 
 def test_every_grid_names_a_parameter_of_its_class_and_holds_its_default(crowd):
@@ -112,7 +148,7 @@ def test_every_grid_names_a_parameter_of_its_class_and_holds_its_default(crowd):
     classes = {cls.__name__: cls for module in (ensemble, linear_model, neural_network, svm,
                                                 tree)
                for cls in vars(module).values() if isinstance(cls, type)}
-    for kind, (name, grid) in _tuning.GRIDS.items():
+    for kind, (name, grid, _) in _tuning.GRIDS.items():
         default = inspect.signature(classes[kind].__init__).parameters[name].default
         assert name in classes[kind]().get_params() and default in grid, kind
     booster = ensemble.HistGradientBoostingClassifier(max_iter=20, random_state=0)
@@ -120,5 +156,5 @@ def test_every_grid_names_a_parameter_of_its_class_and_holds_its_default(crowd):
         warnings.simplefilter("ignore", UserWarning)  # 3 steps do not settle a booster
         fit = dawid_skene.em(crowd, classifier=booster, tol=1e-3, max_iter=3)
     assert fit.attrs["classifier_parameter"] == "l2_regularization"
-    assert booster.l2_regularization == _tuning.GRIDS["HistGradientBoostingClassifier"][1][
-        int(np.argmin(fit.attrs["classifier_brier"]))]
+    tried = fit.attrs["classifier_grid"].split(", ")
+    assert repr(booster.l2_regularization) == tried[int(np.argmin(fit.attrs["classifier_brier"]))]

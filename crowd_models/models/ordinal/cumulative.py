@@ -49,7 +49,7 @@ from crowd_models._fits import posterior_of
 from crowd_models._text import warn
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _evidence, two_coin
+from crowd_models.models import _evidence, _registry, two_coin
 from crowd_models.models.ordinal.levels import (
     DEFAULT_PRIORS,
     level_coords,
@@ -117,6 +117,9 @@ def _cumulative_priors(ann, sensitivity_prior, specificity_prior, prevalence_pri
     for every threshold, or "auto" (each threshold's two-coin EM chooses its
     own: :func:`em`; :func:`build_model` passes them on with
     :func:`_with_precisions`)."""
+    _registry.refuse_unused("ordinal", "cumulative", ann.features is not None,
+                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     J, T = ann.n_annotators, ann.n_classes - 1
     sa, sb = _beta_grid(sensitivity_prior, "sensitivity_prior", (J, T))
     pa, pb = _beta_grid(specificity_prior, "specificity_prior", (J, T))
@@ -344,7 +347,7 @@ def build_model(
     annotations = annotations.standardized()
     pri_list = _cumulative_priors(annotations, sensitivity_prior, specificity_prior,
                                   prevalence_prior, coef_precision, intercept_precision)
-    if _evidence.is_auto(coef_precision):
+    if _evidence.is_auto(coef_precision) and annotations.features is not None:
         chosen = _evidence.resolved(coef_precision, annotations, lambda: em(
             annotations, sensitivity_prior=sensitivity_prior,
             specificity_prior=specificity_prior, prevalence_prior=prevalence_prior,
@@ -469,6 +472,7 @@ def em(
             "log_posterior": float(sum(f.attrs["log_posterior"] for f in fits)),
             "n_iter": int(max(f.attrs["n_iter"] for f in fits)),
             "converged": int(all(f.attrs["converged"] for f in fits)),
+            **_stop_reason(fits, threshold_names(annotations)),
             "negative_cells": int(neg.sum()),
             "negative_items": int(neg.any(axis=1).sum()),
             "repair": "clip-and-renormalise",
@@ -477,6 +481,16 @@ def em(
         },
     )
     return ds.assign_coords({D.THRESHOLD: threshold_names(annotations)})
+
+
+def _stop_reason(fits, names) -> dict:
+    """Where some threshold's EM did not converge, ``stop_reason`` names those
+    thresholds (the warnings of their own EMs say why)."""
+    stopped = [str(name) for f, name in zip(fits, names, strict=True) if not f.attrs["converged"]]
+    if not stopped:
+        return {}
+    return {"stop_reason": f"the binary EMs of the thresholds {', '.join(stopped)} did not "
+                           f"converge (see their own warnings)."}
 
 
 def _threshold_classifiers(classifier, annotations) -> list:

@@ -68,7 +68,7 @@ from crowd_models import _dims as D
 from crowd_models.baselines import majority_vote
 from crowd_models.data import Annotations
 from crowd_models.models import _common as C
-from crowd_models.models import _evidence
+from crowd_models.models import _evidence, _registry
 from crowd_models.models.ordinal.levels import DEFAULT_PRIORS, LINKS, level_coords, require_levels
 
 
@@ -362,6 +362,9 @@ def build_model(
     >>> model = latent.build_model(cm.datasets.load_anesthesia(), guessing=True)
     """
     require_levels(annotations, "the latent ordinal model")
+    _registry.refuse_unused("ordinal", "latent", annotations.features is not None,
+                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
+                            intercept_precision=intercept_precision)
     annotations = annotations.standardized()
     if _evidence.is_auto(coef_precision):
         coef_precision = AUTO_PRECISION
