@@ -496,11 +496,8 @@ def refuse_unused(family: str, variant: str, has_features: bool, **given) -> Non
     shares (``needs="no-features"``) with them, where the classifier gives the
     shares. The command line refuses the same options by its flags' names first."""
     record = find(family, variant)
-    for prior in record.variant_priors if record else ():
-        if prior.name not in given or prior.needs not in ("features", "no-features"):
-            continue
-        value = given[prior.name]
-        if value is None or is_default(value, prior.default) or _is_flat(value, prior.flat) or (
+    for prior, value in informative(family, variant, **given):
+        if prior.needs not in ("features", "no-features") or (
                 (prior.needs == "features") == has_features):
             continue
         if prior.needs == "features":
@@ -518,6 +515,17 @@ def refuse_unused(family: str, variant: str, has_features: bool, **given) -> Non
             f"(annotations.with_features(None)).")
 
 
+def informative(family: str, variant: str, **given) -> list[tuple[Prior, object]]:
+    """The (prior, value) pairs of ``given`` that say something: the (family,
+    variant)'s prior keywords given a value other than None, their default and
+    their flat value."""
+    record = find(family, variant)
+    return [(prior, given[prior.name]) for prior in (record.variant_priors if record else ())
+            if prior.name in given and given[prior.name] is not None
+            and not _is_default(given[prior.name], prior.default)
+            and not _is_flat(given[prior.name], prior.flat)]
+
+
 def _is_flat(value, flat) -> bool:
     """Whether every entry of ``value`` is the prior's ``flat`` number."""
     import numpy as np
@@ -531,7 +539,7 @@ def _is_flat(value, flat) -> bool:
     return entries.size > 0 and bool(np.all(entries == flat))
 
 
-def is_default(value, default) -> bool:
+def _is_default(value, default) -> bool:
     """Whether a keyword's value is its default (numbers, tuples, arrays, strings, None)."""
     if value is None or default is None or isinstance(value, str) or isinstance(default, str):
         return value is default or (isinstance(value, str) and value == default)

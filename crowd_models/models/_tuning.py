@@ -115,18 +115,17 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
             "classifier_brier": np.asarray(brier, dtype=float)}
 
 
-def require_classifier(classifier, regularization, coef_precision, intercept_precision,
-                       defaults) -> None:
+def require_classifier(classifier, regularization, family, variant, **precisions) -> None:
     """A ValueError when ``regularization`` is set without a ``classifier`` to
-    apply to, or the built-in classifier's precisions (not their ``defaults``,
-    the family's) with one, which would ignore them."""
-    for name, value in (("coef_precision", coef_precision),
-                        ("intercept_precision", intercept_precision)):
-        if classifier is not None and not _registry.is_default(value, defaults[name]):
-            raise ValueError(f"{name}={value!r} is a prior of the built-in classifier, and "
-                             f"classifier= replaces it: the estimator's own regularisation "
-                             f"applies (regularization='auto' chooses it, or "
-                             f"{{parameter: values}}). Leave {name} out.")
+    apply to, or the built-in classifier's ``precisions`` (``coef_precision``,
+    ``intercept_precision``) say something (:func:`_registry.informative`)
+    beside one, which would ignore them."""
+    for prior, value in _registry.informative(family, variant, **precisions):
+        if classifier is not None:
+            raise ValueError(f"{prior.name}={value!r} is a prior of the built-in classifier, "
+                             f"and classifier= replaces it: the estimator's own "
+                             f"regularisation applies (regularization='auto' chooses it, or "
+                             f"{{parameter: values}}). Leave {prior.name} out.")
     if classifier is None and not _is_auto(regularization):
         raise ValueError(f"regularization={regularization!r} applies to a classifier= (its "
                          f"own regularisation parameter); the built-in classifier's "

@@ -962,8 +962,9 @@ def _refuse_unused(annotations, variant, prevalence_prior, coef_precision, inter
     _registry.refuse_unused("dawid_skene", variant, annotations.features is not None,
                             prevalence_prior=prevalence_prior, coef_precision=coef_precision,
                             intercept_precision=intercept_precision)
-    _tuning.require_classifier(classifier, regularization, coef_precision, intercept_precision,
-                               DEFAULT_PRIORS)
+    _tuning.require_classifier(classifier, regularization, "dawid_skene", variant,
+                               coef_precision=coef_precision,
+                               intercept_precision=intercept_precision)
 
 
 def _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,

@@ -494,8 +494,9 @@ def em(
     auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   1.0 if auto else coef_precision, intercept_precision)
-    _tuning.require_classifier(classifier, regularization, coef_precision, intercept_precision,
-                               DEFAULT_PRIORS)
+    _tuning.require_classifier(classifier, regularization, "two_coin", "",
+                               coef_precision=coef_precision,
+                               intercept_precision=intercept_precision)
     if classifier is not None:
         return _classifier_em(annotations, pri, classifier, regularization, tol, max_iter)
     annotations = annotations.standardized()

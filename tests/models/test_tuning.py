@@ -135,6 +135,12 @@ def test_bad_regularization(crowd):
         two_coin.em(two_coin.simulate([0.8] * 3, [0.7] * 3, n_items=30, n_features=2,
                                       rng=np.random.default_rng(0)),
                     classifier=clf, intercept_precision=1.0)
+    # flat precisions say nothing: the family's FLAT_PRIORS go with any classifier
+    flat = two_coin.em(two_coin.simulate([0.8] * 3, [0.7] * 3, n_items=30, n_features=2,
+                                         rng=np.random.default_rng(0)),
+                       classifier=LogisticRegression(), regularization=None, tol=1e-3,
+                       **two_coin.FLAT_PRIORS)
+    assert flat.attrs["classifier"].startswith("LogisticRegression")
 
 
 def test_every_grid_names_a_parameter_of_its_class_and_holds_its_default(crowd):
