@@ -500,7 +500,7 @@ for k in SETTINGS["rte_k"]:
         sub = rte.select(keep_k_per_item(rte, k, rng))
         assert np.all(np.bincount(sub.item_idx) == k)
         mv = cm.majority_vote(sub, hard=True, ties="random", rng=rng)
-        fit = two_coin.em(sub, coef_precision=PRIOR_PRECISION)
+        fit = two_coin.em(sub)  # no features: no classifier, no coef_precision
         rows.append({"k": k, "rep": rep, "workers": sub.n_annotators,
                      "majority vote": cm.report.accuracy(mv, sub),
                      "two-coin EM": cm.report.accuracy(fit, sub),
