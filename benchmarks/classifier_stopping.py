@@ -124,22 +124,10 @@ def run(designs, seeds, max_iter):
 
 
 def tables(rows):
-    def design(r):
-        return r["set"].rsplit(" ", 1)[0] if r["set"][-1].isdigit() else r["set"]
+    from crowd_selection import leave_one_design_out
 
-    def acc(r, rule):
-        return outcome(r, rule)["acc"]
-
-    print("\nLeave one design out between the rules (mean accuracy on the held-out design)")
-    print(f"  {'held out':<16}" + "".join(f"{r:>13}" for r in RULES) + "  picked on the others")
-    chosen = []
-    for held in sorted({design(r) for r in rows}):
-        others = [r for r in rows if design(r) != held]
-        pick = max(RULES, key=lambda rule: np.mean([acc(r, rule) for r in others]))
-        mine = [r for r in rows if design(r) == held]
-        chosen += [acc(r, pick) for r in mine]
-        print(f"  {held:<16}" + "".join(f"{np.mean([acc(r, rule) for r in mine]):13.3f}"
-                                        for rule in RULES) + f"  {pick}")
+    chosen = leave_one_design_out(rows, RULES, lambda r, rule: outcome(r, rule)["acc"],
+                                  "between the rules", width=13)
     for rule in RULES:
         runs = [outcome(r, rule) for r in rows]
         print(f"  always {rule}: mean accuracy {np.mean([o['acc'] for o in runs]):.4f}, steps "

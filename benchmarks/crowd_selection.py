@@ -296,12 +296,32 @@ def defaults(seeds, which, rows_out):
     tables(rows)
 
 
-def tables(rows):
-    """Leave one design out: among the gold-free criteria, and the default
-    ("auto") against the classifier as given."""
+def leave_one_design_out(rows, rules, acc, title, width=10):
+    """Print, per design held out (a design: every seed and classifier of one
+    kind of set), the mean accuracy ``acc(row, rule)`` of each rule on it and
+    the rule with the best mean on the other designs; return the accuracies of
+    the rules so chosen, row by row."""
 
     def design(r):
         return r["set"].rsplit(" ", 1)[0] if r["set"][-1].isdigit() else r["set"]
+
+    print(f"\nLeave one design out, {title} (mean accuracy on the held-out design)")
+    print(f"  {'held out':<16}" + "".join(f"{r:>{width}}" for r in rules)
+          + "  picked on the others")
+    chosen = []
+    for held in sorted({design(r) for r in rows}):
+        others = [r for r in rows if design(r) != held]
+        pick = max(rules, key=lambda rule: np.mean([acc(r, rule) for r in others]))
+        mine = [r for r in rows if design(r) == held]
+        chosen += [acc(r, pick) for r in mine]
+        print(f"  {held:<16}" + "".join(f"{np.mean([acc(r, rule) for r in mine]):{width}.3f}"
+                                        for rule in rules) + f"  {pick}")
+    return chosen
+
+
+def tables(rows):
+    """Leave one design out: among the gold-free criteria, and the default
+    ("auto") against the classifier as given."""
 
     def acc(r, rule):
         index = r["picks"][rule] if rule in CRITERIA else r[rule]
@@ -310,16 +330,7 @@ def tables(rows):
     for title, rules in (("among the gold-free criteria", CRITERIA),
                          ("the default against the classifier as given, and the fixed grid",
                           ("as given", "fixed grid", "auto"))):
-        print(f"\nLeave one design out, {title} (mean accuracy on the held-out design)")
-        print(f"  {'held out':<16}" + "".join(f"{r:>10}" for r in rules) + "  picked on the others")
-        chosen = []
-        for held in sorted({design(r) for r in rows}):
-            others = [r for r in rows if design(r) != held]
-            pick = max(rules, key=lambda rule: np.mean([acc(r, rule) for r in others]))
-            mine = [r for r in rows if design(r) == held]
-            chosen += [acc(r, pick) for r in mine]
-            print(f"  {held:<16}" + "".join(f"{np.mean([acc(r, rule) for r in mine]):10.3f}"
-                                            for rule in rules) + f"  {pick}")
+        chosen = leave_one_design_out(rows, rules, acc, title)
         for rule in rules:
             gaps = [acc(r, rule) - max(r["acc"]) for r in rows]
             print(f"  always {rule}: mean {np.mean([acc(r, rule) for r in rows]):.4f}, worst "

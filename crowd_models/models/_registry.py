@@ -489,67 +489,62 @@ def sbc_cases() -> dict[tuple[str, str | None], tuple[Variant, Case]]:
     return {(r.family, case.name): (r, case) for r in REGISTRY for case in r.sbc}
 
 
-def refuse_unused(family: str, variant: str, has_features: bool, **given) -> None:
-    """A ValueError for a prior keyword given a value other than its default,
-    None or a flat one, that the annotations leave unused: one of the classifier
-    of the features (``needs="features"``) without features, or of the class
-    shares (``needs="no-features"``) with them, where the classifier gives the
+def refuse_unused(family: str, variant: str, has_features: bool, has_classifier: bool = False,
+                  **given) -> None:
+    """A ValueError for a prior keyword given a value that says something
+    (:func:`informative`) where the fit would leave it unused: one of the
+    classifier of the features (``needs="features"``) without features, or
+    beside a black-box classifier, which replaces it; or of the class shares
+    (``needs="no-features"``) with features, where the classifier gives the
     shares. The command line refuses the same options by its flags' names first."""
     record = find(family, variant)
     for prior, value in informative(family, variant, **given):
-        if prior.needs not in ("features", "no-features") or (
-                (prior.needs == "features") == has_features):
-            continue
-        if prior.needs == "features":
+        if prior.needs == "features" and has_classifier:
+            raise ValueError(
+                f"{prior.name}={value!r} is a prior of the built-in classifier, and "
+                f"classifier= replaces it: the estimator's own regularisation applies "
+                f"(regularization='auto' chooses it, or {{parameter: values}}). Leave "
+                f"{prior.name} out.")
+        if prior.needs == "features" and not has_features:
             what = "regression" if record.labels == "continuous" else "classifier"
             raise ValueError(
                 f"{prior.name}={value!r} is a prior of the {what} of the features, and "
                 f"these annotations have no features, so the {record.title} model would not "
                 f"use it. Leave {prior.name} out, or give the items' features (from_frame("
                 f"..., features=...) or annotations.with_features(X)).")
-        raise ValueError(
-            f"{prior.name}={value!r} is the prior of the class shares, and with features the "
-            f"{record.title} model takes the shares from the classifier of the features, so "
-            f"it would not use it. Leave {prior.name} out (coef_precision and "
-            f"intercept_precision are the classifier's priors), or fit without the features "
-            f"(annotations.with_features(None)).")
+        if prior.needs == "no-features" and has_features:
+            raise ValueError(
+                f"{prior.name}={value!r} is the prior of the class shares, and with features "
+                f"the {record.title} model takes the shares from the classifier of the "
+                f"features, so it would not use it. Leave {prior.name} out (coef_precision "
+                f"and intercept_precision are the classifier's priors), or fit without the "
+                f"features (annotations.with_features(None)).")
 
 
 def informative(family: str, variant: str, **given) -> list[tuple[Prior, object]]:
     """The (prior, value) pairs of ``given`` that say something: the (family,
-    variant)'s prior keywords given a value other than None, their default and
-    their flat value."""
+    variant)'s prior keywords given a value other than None, their default and,
+    in every entry, their flat number."""
     record = find(family, variant)
     return [(prior, given[prior.name]) for prior in (record.variant_priors if record else ())
             if prior.name in given and given[prior.name] is not None
-            and not _is_default(given[prior.name], prior.default)
-            and not _is_flat(given[prior.name], prior.flat)]
+            and not _same_numbers(given[prior.name], prior.default, broadcast=False)
+            and not _same_numbers(given[prior.name], prior.flat, broadcast=True)]
 
 
-def _is_flat(value, flat) -> bool:
-    """Whether every entry of ``value`` is the prior's ``flat`` number."""
+def _same_numbers(value, target, *, broadcast: bool) -> bool:
+    """Whether ``value`` is ``target``: the same string, or the same numbers (of
+    the same shape, or every entry ``target``'s one number where ``broadcast``);
+    a None ``target`` matches nothing."""
     import numpy as np
 
-    if flat is None or isinstance(value, str):
-        return False
+    if target is None or isinstance(value, str) or isinstance(target, str):
+        return isinstance(value, str) and value == target
     try:
-        entries = np.asarray(value, dtype=float)
+        a, b = np.asarray(value, dtype=float), np.asarray(target, dtype=float)
     except (TypeError, ValueError):
         return False
-    return entries.size > 0 and bool(np.all(entries == flat))
-
-
-def _is_default(value, default) -> bool:
-    """Whether a keyword's value is its default (numbers, tuples, arrays, strings, None)."""
-    if value is None or default is None or isinstance(value, str) or isinstance(default, str):
-        return value is default or (isinstance(value, str) and value == default)
-    import numpy as np
-
-    try:
-        a, b = np.asarray(value, dtype=float), np.asarray(default, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return a.shape == b.shape and bool(np.all(a == b))
+    return a.size > 0 and (broadcast or a.shape == b.shape) and bool(np.all(a == b))
 
 
 def default_priors(family: str) -> dict:

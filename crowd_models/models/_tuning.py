@@ -28,7 +28,6 @@ import numpy as np
 
 from crowd_models._text import listing
 from crowd_models.models import _common as C
-from crowd_models.models import _registry
 
 GRIDS = {
     "LogisticRegression": ("C", (1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0), (1e-4, 1e-5)),
@@ -115,17 +114,8 @@ def tune(annotations, classifier, regularization, start, *, rates, log_confusion
             "classifier_brier": np.asarray(brier, dtype=float)}
 
 
-def require_classifier(classifier, regularization, family, variant, **precisions) -> None:
-    """A ValueError when ``regularization`` is set without a ``classifier`` to
-    apply to, or the built-in classifier's ``precisions`` (``coef_precision``,
-    ``intercept_precision``) say something (:func:`_registry.informative`)
-    beside one, which would ignore them."""
-    for prior, value in _registry.informative(family, variant, **precisions):
-        if classifier is not None:
-            raise ValueError(f"{prior.name}={value!r} is a prior of the built-in classifier, "
-                             f"and classifier= replaces it: the estimator's own "
-                             f"regularisation applies (regularization='auto' chooses it, or "
-                             f"{{parameter: values}}). Leave {prior.name} out.")
+def require_classifier(classifier, regularization) -> None:
+    """A ValueError when ``regularization`` is set without a ``classifier`` to apply to."""
     if classifier is None and not _is_auto(regularization):
         raise ValueError(f"regularization={regularization!r} applies to a classifier= (its "
                          f"own regularisation parameter); the built-in classifier's "

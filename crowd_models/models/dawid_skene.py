@@ -960,11 +960,9 @@ def _refuse_unused(annotations, variant, prevalence_prior, coef_precision, inter
     """A ValueError for a prior the annotations, or a black-box ``classifier``,
     would leave unused (and for ``regularization`` without a classifier)."""
     _registry.refuse_unused("dawid_skene", variant, annotations.features is not None,
-                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
-                            intercept_precision=intercept_precision)
-    _tuning.require_classifier(classifier, regularization, "dawid_skene", variant,
-                               coef_precision=coef_precision,
-                               intercept_precision=intercept_precision)
+                            classifier is not None, prevalence_prior=prevalence_prior,
+                            coef_precision=coef_precision, intercept_precision=intercept_precision)
+    _tuning.require_classifier(classifier, regularization)
 
 
 def _classifier_em(annotations, pri, variant, classifier, regularization, start, tol,

@@ -489,14 +489,12 @@ def em(
     annotations = C.require_binary(annotations, "the two-coin model", positive)
     _trust.check_identifiable(annotations, "the two-coin model")
     _registry.refuse_unused("two_coin", "", annotations.features is not None,
-                            prevalence_prior=prevalence_prior, coef_precision=coef_precision,
-                            intercept_precision=intercept_precision)
+                            classifier is not None, prevalence_prior=prevalence_prior,
+                            coef_precision=coef_precision, intercept_precision=intercept_precision)
     auto = _evidence.is_auto(coef_precision)
     pri = _priors(annotations, sensitivity_prior, specificity_prior, prevalence_prior,
                   1.0 if auto else coef_precision, intercept_precision)
-    _tuning.require_classifier(classifier, regularization, "two_coin", "",
-                               coef_precision=coef_precision,
-                               intercept_precision=intercept_precision)
+    _tuning.require_classifier(classifier, regularization)
     if classifier is not None:
         return _classifier_em(annotations, pri, classifier, regularization, tol, max_iter)
     annotations = annotations.standardized()
