@@ -902,7 +902,7 @@ def _evidence_em(ann, pri, variant, start, tol, max_iter, accelerate):
         prior = softmax(X @ params["coef"] + params["intercept"], axis=1)
         n_iter += 0 if previous is None else previous[1]
         return (params, n_iter, converged), _evidence.next_precision(
-            X, _evidence.crowd_curvature(prior, prob), params["coef"], alpha)
+            X, _evidence.averaged_curvature(X, prior, prob, alpha), params["coef"], alpha)
 
     (params, n_iter, converged), alpha, rounds, settled = _evidence.fixed_point(fit_at)
     if basis is not None:

@@ -577,7 +577,7 @@ def _evidence_em(annotations, pri, tol, max_iter, accelerate):
         params, n_iter, converged = _run_em(reduced, pri_a, start, tol, max_iter, accelerate)
         prob, _ = C.posterior_from_joint(_joint(reduced, params), overwrite=True)
         prior = np.exp(_log_prior_classes(params, X))
-        curvature = _evidence.crowd_curvature(prior, prob)[:, 1:, 1:]
+        curvature = _evidence.averaged_curvature(X, prior, prob, alpha, free=slice(1, None))
         n_iter += 0 if previous is None else previous[1]
         return (params, n_iter, converged), _evidence.next_precision(
             X, curvature, params["coef"], alpha)

@@ -17,12 +17,26 @@ def _crowd(d, n_items, seed, n_annotators=5):
                              labels_per_item=3, rng=rng), w
 
 
+def _slope(z):
+    return expit(z) * (1 - expit(z))
+
+
 def _stationarity(features, coef, intercept, labels, alpha):
     """alpha |w|^2 and gamma by hand: eigenvalues of sum_i c_i (x_i - xbar)(x_i - xbar)',
-    c_i = max(p_i (1 - p_i) - t_i (1 - t_i), 0)."""
-    p = expit(features @ coef + intercept)
-    c = np.clip(p * (1 - p) - labels * (1 - labels), 0, None)
+    c_i the curvature sigma'(mu_i) - sigma'(mu_i + r_i) (r_i the labels' log-odds
+    less the classifier's) averaged over the logit's Laplace posterior N(mu_i, s_i^2):
+    kappa_i (sigma'(kappa_i mu_i) - sigma'(kappa_i (mu_i + r_i))), kappa_i = (1 + pi
+    s_i^2 / 8)^-1/2, s_i^2 = x_i' (sum_j c0_j x_j x_j' + alpha I)^-1 x_i with c0_j the
+    mode's max(p_j (1 - p_j) - t_j (1 - t_j), 0)."""
+    mu = features @ coef + intercept
+    p = expit(mu)
+    with np.errstate(divide="ignore"):
+        posterior_logit = np.log(labels) - np.log1p(-labels)  # +-inf for gold
+    c0 = np.clip(p * (1 - p) - labels * (1 - labels), 0, None)
     Xc = features - features.mean(axis=0)
+    cov = np.linalg.inv(Xc.T @ (Xc * c0[:, None]) + alpha * np.eye(len(coef)))
+    kappa = 1 / np.sqrt(1 + np.pi * np.einsum("ia,ab,ib->i", Xc, cov, Xc) / 8)
+    c = np.clip(kappa * (_slope(kappa * mu) - _slope(kappa * posterior_logit)), 0, None)
     lam = np.linalg.eigvalsh(Xc.T @ (Xc * c[:, None]))
     return alpha * np.sum(coef ** 2), np.sum(lam / (lam + alpha))
 
@@ -104,6 +118,31 @@ def test_auto_is_refused_where_a_number_is_needed_and_typos_are_named():
     assert "coef_precision" not in plain.attrs
 
 
+def _softmax_curvature(Xc, A):
+    """H[(a,k),(c,l)] = sum_i xc_ia xc_ic A_i[k,l], each A_i cut to its PSD part."""
+    vals, vecs = np.linalg.eigh(A)
+    A = np.einsum("ikm,im,ilm->ikl", vecs, np.clip(vals, 0, None), vecs)
+    d, K = Xc.shape[1], A.shape[1]
+    return np.einsum("ia,ic,ikl->akcl", Xc, Xc, A).reshape(d * K, d * K)
+
+
+def test_averaged_curvature_is_the_modes_where_the_logits_are_settled():
+    """With the precision so high that the coefficients cannot move, each logit's
+    posterior is its mode and the average is the mode's curvature."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((30, 4))
+    p, q = rng.dirichlet(np.ones(3), 30), rng.dirichlet(np.ones(3), 30)
+    np.testing.assert_allclose(_evidence.averaged_curvature(X, p, q, 1e12),
+                               _evidence.crowd_curvature(p, q), atol=1e-9)
+    np.testing.assert_allclose(
+        _evidence.averaged_curvature(X, p[:, :2] / p[:, :2].sum(1, keepdims=True),
+                                     q[:, :2] / q[:, :2].sum(1, keepdims=True), 1e12,
+                                     free=slice(1, None)),
+        _evidence.crowd_curvature(p[:, :2] / p[:, :2].sum(1, keepdims=True),
+                                  q[:, :2] / q[:, :2].sum(1, keepdims=True))[:, 1:, 1:],
+        atol=1e-9)
+
+
 def test_softmax_fit_sits_at_the_evidence_fixed_point():
     from crowd_models.models import dawid_skene
 
@@ -121,11 +160,24 @@ def test_softmax_fit_sits_at_the_evidence_fixed_point():
         # (diag p - p p') - (diag mu - mu mu')
         A = (np.einsum("ik,kl->ikl", p, np.eye(3)) - np.einsum("ik,il->ikl", p, p)
              - np.einsum("ik,kl->ikl", mu, np.eye(3)) + np.einsum("ik,il->ikl", mu, mu))
-        vals, vecs = np.linalg.eigh(A)
-        A = np.einsum("ikm,im,ilm->ikl", vecs, np.clip(vals, 0, None), vecs)
         Xc = ann.features - ann.features.mean(axis=0)
-        H = np.einsum("ia,ic,ikl->akcl", Xc, Xc, A).reshape(9, 9)
-        lam = np.clip(np.linalg.eigvalsh(H), 0, None)
+        H = _softmax_curvature(Xc, A)
+        # averaged over each item's logits' Laplace posterior: V_i = B_i' (H + alpha
+        # I)^-1 B_i, B_i = x_i (x) I_3; s_i^2 the mean variance of a difference of two
+        # of its logits; the probabilities moderated by kappa_i
+        cov = np.linalg.inv(H + alpha * np.eye(9))
+        V = np.stack([np.kron(x[:, None], np.eye(3)).T @ cov @ np.kron(x[:, None], np.eye(3))
+                      for x in Xc])
+        s2 = np.mean([V[:, j, j] + V[:, k, k] - 2 * V[:, j, k]
+                      for j in range(3) for k in range(j + 1, 3)], axis=0)
+        kappa = (1 + np.pi * s2 / 8) ** -0.5
+
+        pm, mum = (np.exp(kappa[:, None] * np.log(prob)) for prob in (p, mu))
+        pm, mum = pm / pm.sum(axis=1, keepdims=True), mum / mum.sum(axis=1, keepdims=True)
+        A = kappa[:, None, None] * (
+            np.einsum("ik,kl->ikl", pm, np.eye(3)) - np.einsum("ik,il->ikl", pm, pm)
+            - np.einsum("ik,kl->ikl", mum, np.eye(3)) + np.einsum("ik,il->ikl", mum, mum))
+        lam = np.clip(np.linalg.eigvalsh(_softmax_curvature(Xc, A)), 0, None)
         gamma = np.sum(lam / (lam + alpha))
         assert alpha * np.sum(W ** 2) == pytest.approx(gamma, rel=1.1 * _evidence.RTOL)
         fixed = dawid_skene.em(ann, variant=variant, coef_precision=alpha)
