@@ -25,8 +25,10 @@ and its ratio on the held-out one.
 ``--variant latent`` scores the latent variant's ordered logit on the same
 crowds instead (its annotators' bias-and-noise model is not the one that
 made the labels; its truth's ordered logit is the one that made the
-levels): MAP fits (``cm.fit_map``) at precision 1, at ``"auto"``
-(``ordinal.pooled_precision``, printed once per crowd) and over the grid.
+levels): MAP fits (``cm.fit_map``) at precision 1, in the ``auto`` column at
+``ordinal.pooled_precision`` (the candidate; the variant's own "auto" is
+precision 1, ``latent.AUTO_PRECISION``; printed once per crowd) and over
+the grid.
 About 15 minutes.
 """
 
@@ -87,12 +89,16 @@ def one_crowd(design: str, d: int, seed: int, variant: str = "cumulative") -> di
     row = {"design": design, "d": d, "seed": seed}
     for rule, precision in RULES.items():
         t0 = time.perf_counter()
+        if variant == "latent" and precision == "auto":
+            # the latent variant's "auto" is precision 1 (latent.AUTO_PRECISION): its
+            # column scores the candidate, the cumulative thresholds' pooled precision
+            precision = ordinal.pooled_precision(ann.standardized())
+            row["alpha"] = [precision]
         fit = fit_at(ann, precision, variant)
         row[f"{rule} s"] = time.perf_counter() - t0
         row[rule], row[f"{rule} mae"] = new_item_errors(fit, X_new, level_new)
         if precision == "auto":
-            row["alpha"] = (fit.attrs["coef_precision"] if variant == "cumulative"
-                            else [ordinal.pooled_precision(ann.standardized())])
+            row["alpha"] = fit.attrs["coef_precision"]
     grid = [new_item_errors(fit_at(ann, a, variant), X_new, level_new)[0] for a in GRID]
     row["oracle"], row["oracle alpha"] = min(grid), GRID[int(np.argmin(grid))]
     return row
