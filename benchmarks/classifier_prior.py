@@ -134,6 +134,18 @@ def ranking(coef, intercept, X_new, z_new):
     return float(auc), float(loss)
 
 
+def line(fit):
+    """A two-coin fit's (coef, intercept)."""
+    return fit["coef"].values[0, 0], float(fit["intercept"].values[0, 0])
+
+
+def score_into(row, name, coef, intercept, X_new, z_new):
+    """``row[name]``, ``row[name + " auc"]`` and ``row[name + " ll"]``: accuracy,
+    AUC and log loss on the new items."""
+    row[name] = accuracy(coef, intercept, X_new, z_new)
+    row[f"{name} auc"], row[f"{name} ll"] = ranking(coef, intercept, X_new, z_new)
+
+
 def on_row_space(ann):
     """(standardised ``ann`` with its features in row-space coordinates, marked as
     already standardised so that the EM leaves them as they are; the basis, or
@@ -149,9 +161,8 @@ def on_row_space(ann):
 def fixed_precision(ann, alpha):
     """``two_coin.em`` at ``alpha``, on the row space when d > n: (coef, intercept)."""
     rows, basis = on_row_space(ann)
-    fit = two_coin.em(rows, coef_precision=alpha)
-    coef = fit["coef"].values[0, 0]
-    return (coef if basis is None else basis @ coef), float(fit["intercept"].values[0, 0])
+    coef, intercept = line(two_coin.em(rows, coef_precision=alpha))
+    return (coef if basis is None else basis @ coef), intercept
 
 
 def curvature_at_mode(features, prior_prob, posterior_prob, alpha, free=slice(None)):
@@ -221,25 +232,18 @@ def one_crowd(d, seed, design="dense"):
     mv = majority_vote(ann).values[:, 1]
     coef, intercept, _ = _evidence.logistic_evidence(two_coin._fit_logistic, ann.features, mv,
                                                     0.01)
-    row["MV+LR"] = accuracy(coef, intercept, X_new, z_new)
-    row["MV+LR auc"], row["MV+LR ll"] = ranking(coef, intercept, X_new, z_new)
-    dec = two_coin.decoupled(ann, coef_precision="auto")
-    dec = dec["coef"].values[0, 0], float(dec["intercept"].values[0, 0])
-    row["decoupled"] = accuracy(*dec, X_new, z_new)
-    row["decoupled auc"], row["decoupled ll"] = ranking(*dec, X_new, z_new)
+    score_into(row, "MV+LR", coef, intercept, X_new, z_new)
+    score_into(row, "decoupled", *line(two_coin.decoupled(ann, coef_precision="auto")),
+               X_new, z_new)
     t = time.time()
     fit = two_coin.em(ann, coef_precision="auto")
-    joint = fit["coef"].values[0, 0], float(fit["intercept"].values[0, 0])
-    row["joint"] = accuracy(*joint, X_new, z_new)
-    row["joint auc"], row["joint ll"] = ranking(*joint, X_new, z_new)
-    row["joint, intercept 0"] = accuracy(joint[0], 0.0, X_new, z_new)
+    score_into(row, "joint", *line(fit), X_new, z_new)
+    row["joint, intercept 0"] = accuracy(line(fit)[0], 0.0, X_new, z_new)
     row["alpha"] = fit.attrs["coef_precision"]
     row["s"] = time.time() - t
     with evidence_at_mode():
         previous = two_coin.em(ann, coef_precision="auto")
-    at_mode = previous["coef"].values[0, 0], float(previous["intercept"].values[0, 0])
-    row["at mode"] = accuracy(*at_mode, X_new, z_new)
-    row["at mode auc"], row["at mode ll"] = ranking(*at_mode, X_new, z_new)
+    score_into(row, "at mode", *line(previous), X_new, z_new)
     row["at mode alpha"] = previous.attrs["coef_precision"]
     row["joint@1"] = accuracy(*fixed_precision(ann, 1.0), X_new, z_new)
     fits = [fixed_precision(ann, a) for a in GRID]
