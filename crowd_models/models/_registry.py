@@ -310,7 +310,7 @@ _ORDINAL_PRIORS = (
     # None: Beta(2, 2) on each threshold's share (cumulative), Dirichlet(2) (latent)
     replace(_BETA_PREVALENCE, default=None, shown="2,2", variants=_CUMULATIVE),
     replace(_PREVALENCE, default=None, shown="2", variants=_LATENT, needs="no-features"),
-    _AUTO_PRECISION,  # latent: its truth's ordered logit ("auto": latent.AUTO_PRECISION)
+    _AUTO_PRECISION,  # latent: its truth's ordered logit ("auto": ordinal.pooled_precision)
     _INTERCEPT_PRECISION,
     replace(_BIAS_SD, variants=_LATENT),
     Prior("noise_prior", (2.0, 1.0), "shape_rate", "SHAPE,RATE",

@@ -14,7 +14,6 @@ from scipy.special import expit
 
 import crowd_models as cm
 from crowd_models.models import ordinal
-from crowd_models.models.ordinal import latent
 
 from ..conftest import assert_nuts_recovers
 
@@ -474,7 +473,7 @@ def test_latent_classifier_map_predicts_new_items_near_the_truth():
     cm.predict's probabilities are the mean of the ordered logit's over the
     draws by hand; the annotators' overall accuracy weighs their per-class
     accuracies by the MAP's class shares (the draws have none); and "auto" is
-    the latent variant's AUTO_PRECISION."""
+    the cumulative thresholds' pooled evidence precision."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 5))
     beta, cuts = np.array([1.5, -1.0, 0.5, 0.0, 0.0]), np.array([-1.5, 0.0, 1.5])
@@ -503,9 +502,11 @@ def test_latent_classifier_map_predicts_new_items_near_the_truth():
     shares = fit.posterior["item_class_prob"].values[0, 0].mean(axis=0)
     per_class = table[[f"accuracy_{k}_mean" for k in range(1, 5)]].to_numpy()
     np.testing.assert_allclose(table["accuracy_mean"], per_class @ shares, rtol=1e-10)
-    # "auto": the model equals the one at AUTO_PRECISION, and not the one at 4
+    # "auto": the model equals the one at the pooled precision, and not the one at 4
     point = fit.posterior.isel(chain=0, draw=0)
-    at = ordinal.build_model(ann, variant="latent", coef_precision=latent.AUTO_PRECISION)
+    pooled = ordinal.pooled_precision(ann.standardized())
+    assert abs(np.log(pooled / 4.0)) > 0.5, pooled
+    at = ordinal.build_model(ann, variant="latent", coef_precision=pooled)
     other = ordinal.build_model(ann, variant="latent", coef_precision=4.0)
     auto = ordinal.build_model(ann, variant="latent")
     values = {v: point[v].values for v in ("coef", "truth_cutpoints", "bias", "noise",

@@ -165,10 +165,10 @@ def build_model(annotations: Annotations, *, variant: str = "cumulative", **keyw
         ``attrs["coef_precision"]``, one per threshold; benchmarks/README.md,
         ordinal_prior.py, has the leave-one-set-out table behind the default).
         Latent with features: the precision of the truth's ordered-logit
-        ``coef`` (a number, one per feature or a matrix; ``"auto"``:
-        :data:`latent.AUTO_PRECISION <crowd_models.models.ordinal.latent.AUTO_PRECISION>`,
-        1, which the gold-free :func:`pooled_precision` did not beat out of
-        sample) and of its ``truth_cutpoints`` (``intercept_precision``).
+        ``coef`` (a number, one per feature or a matrix; ``"auto"``: the
+        gold-free :func:`pooled_precision` of the annotations, the cumulative
+        variant's thresholds' evidence pooled) and of its ``truth_cutpoints``
+        (``intercept_precision``).
     bias_sd : float, optional
         Latent: sd of the Normal biases.
     noise_prior : (shape, rate), optional

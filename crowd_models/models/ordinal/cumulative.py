@@ -553,9 +553,8 @@ def classifiers_predict(classifiers, features) -> np.ndarray:
 
 
 def pooled_precision(annotations: Annotations) -> float:
-    """A gold-free precision for the latent variant's ordered-logit coefficients:
-    this model's evidence precisions pooled over its thresholds (measured, not
-    the latent variant's default: :data:`~crowd_models.models.ordinal.latent.AUTO_PRECISION`).
+    """A gold-free precision for the latent variant's ordered-logit coefficients
+    (its "auto"): this model's evidence precisions pooled over its thresholds.
 
     Under the ordered logit, ``P(level > c | x) = sigmoid(x . coef - cut_c)``:
     each of the cumulative model's K - 1 logistic regressions estimates the
