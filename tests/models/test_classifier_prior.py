@@ -89,6 +89,26 @@ def test_row_space_gives_the_same_fit():
         _evidence.effective_parameters(ann.features, curv, 2.0))
 
 
+@pytest.mark.parametrize("n, d", [(30, 4), (6, 9)])  # the primal and the dual Gram matrix
+def test_effective_parameters_match_the_kronecker_sum(n, d):
+    """gamma over the eigenvalues of sum_i x_i x_i' (x) A_i+, built here by np.kron
+    item by item (A_i+ each block's positive part, by its own eigendecomposition),
+    for three classes: the library builds it block by block, or its dual."""
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, d))
+    B = rng.normal(size=(n, 3, 3))
+    curvature = B @ np.swapaxes(B, 1, 2) - 0.8 * np.eye(3)  # some negative eigenvalues
+    Xc = X - X.mean(axis=0)
+    total = np.zeros((3 * d, 3 * d))
+    for x, block in zip(Xc, curvature):
+        vals, vecs = np.linalg.eigh(block)
+        total += np.kron(np.outer(x, x), (vecs * np.clip(vals, 0, None)) @ vecs.T)
+    lam = np.clip(np.linalg.eigvalsh(total), 0, None)
+    for alpha in (0.3, 7.0):
+        assert _evidence.effective_parameters(X, curvature, alpha) == pytest.approx(
+            np.sum(lam / (lam + alpha)), rel=1e-10)
+
+
 def test_auto_beats_the_unit_precision_on_new_items_with_many_features():
     d = 150
     ann, w = _crowd(d, 200, 3)
