@@ -12,8 +12,8 @@ and the process's peak resident memory after each fit. Printed as ratios
 within one run: "auto" over precision 1, and the curvature's share of
 "auto".
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/evidence_cost.py           # ~6 min
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/evidence_cost.py --quick   # ~1 min
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/evidence_cost.py           # ~20 min
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/evidence_cost.py --quick   # ~2 min
 """
 
 from __future__ import annotations
