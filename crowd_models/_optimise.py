@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 import xarray as xr
+from pymc.distributions.transforms import Ordered
 from pymc.logprob.utils import ParameterValueError
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import OptimizeResult, minimize
@@ -413,6 +414,16 @@ def _stage(method, res, max_grad) -> dict:
             "log_posterior": -float(res.fun), "max_gradient": max_grad}
 
 
+def _equal_pairs(model, name: str, gaps: np.ndarray) -> str:
+    """The neighbouring values of an ordered variable whose gap is at the boundary,
+    by their coordinates (``">2" and ">3"``), or by position without dims."""
+    dims = model.named_vars_to_dims.get(name)
+    labels = ([str(c) for c in model.coords[dims[-1]]] if dims
+              else [f"[{k}]" for k in range(gaps.shape[-1] + 1)])
+    pairs = sorted({int(k) for k in np.nonzero(gaps)[-1]})
+    return ", ".join(f"{labels[k]!r} and {labels[k + 1]!r}" for k in pairs)
+
+
 def _variable_names(fns, shapes) -> list[str]:
     """The raveled point's entries by name: ``v`` for a scalar, ``v[i]`` for an array."""
     names = []
@@ -583,15 +594,24 @@ class ModeSearch:
         return dataclasses.replace(tried, stages=stages)
 
     def check_boundary(self, mode: Mode) -> None:
-        """Warn when ``mode`` puts transformed parameters on the edge of their support."""
+        """Warn when ``mode`` puts transformed parameters on the edge of their support:
+        a rate at 0 or 1, or two neighbouring values of an ordered parameter (cut
+        points) equal, which gives the level between them no probability."""
         model = self.fns.model
         intended = set(getattr(model, "crowd_sparse", ()))  # exact zeros the prior is built for
-        edges = []
+        edges, merged = [], []
         for var, part in zip(self.fns.value_vars, self.parts(mode), strict=True):
             rv = model.values_to_rvs[var]
-            if model.rvs_to_transforms.get(rv) is None or rv.name in intended:
+            transform = model.rvs_to_transforms.get(rv)
+            if transform is None or rv.name in intended:
                 continue
-            hit = np.abs(np.asarray(part)) > BOUNDARY_Z
+            part = np.asarray(part)
+            if isinstance(transform, Ordered):  # [first value, log of each gap]
+                gaps = part[..., 1:] < -BOUNDARY_Z
+                if gaps.any():
+                    merged.append(f"{rv.name} {_equal_pairs(model, rv.name, gaps)}")
+                continue
+            hit = np.abs(part) > BOUNDARY_Z
             if hit.any():
                 edges.append(f"{rv.name} ({int(hit.sum())} of {hit.size})")
         if edges:
@@ -600,6 +620,13 @@ class ModeSearch:
                 f"of 0 or 1, which flat priors allow): it is not an interior mode, and "
                 f"curvature-based intervals there mean nothing. Use the default priors, or "
                 f"cm.sample for the uncertainty.")
+        if merged:
+            warn(
+                f"the MAP sets neighbouring cut points equal, {'; '.join(merged)}: the "
+                f"level between them gets probability 0 on every item, new ones included, "
+                f"and curvature-based intervals there mean nothing. The fit has merged two "
+                f"levels. Check that the labels use every level; compare another variant or "
+                f"family (ordinal: variant='cumulative'), or use cm.sample.")
 
     def parts(self, mode: Mode) -> list[np.ndarray]:
         """``mode``'s point as the value variables' arrays."""

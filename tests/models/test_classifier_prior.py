@@ -100,7 +100,7 @@ def test_effective_parameters_match_the_kronecker_sum(n, d):
     curvature = B @ np.swapaxes(B, 1, 2) - 0.8 * np.eye(3)  # some negative eigenvalues
     Xc = X - X.mean(axis=0)
     total = np.zeros((3 * d, 3 * d))
-    for x, block in zip(Xc, curvature):
+    for x, block in zip(Xc, curvature, strict=True):
         vals, vecs = np.linalg.eigh(block)
         total += np.kron(np.outer(x, x), (vecs * np.clip(vals, 0, None)) @ vecs.T)
     lam = np.clip(np.linalg.eigvalsh(total), 0, None)

@@ -2,8 +2,10 @@
 model's marginal likelihood against brute force, simulators, NUTS recovery and the
 web-search case study."""
 
+import dataclasses
 import itertools
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -513,6 +515,28 @@ def test_latent_classifier_map_predicts_new_items_near_the_truth():
                                              "level_spacing")}
     logp = [m.compile_logp()(_unconstrained(m, values)) for m in (auto, at, other)]
     assert logp[0] == pytest.approx(logp[1], rel=1e-12) and abs(logp[0] - logp[2]) > 1
+
+
+def test_latent_map_that_merges_a_level_says_so():
+    """Nobody says level 3: the latent MAP's ordered logit sets its cut points >2 and
+    >3 equal (level 3 gets probability 0 for every item), and fit_map says so,
+    naming them; with the labels as simulated it does not."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    level = np.searchsorted([-1.5, 0.0, 1.5], X @ np.array([1.5, -1.0, 0.5])
+                            + rng.logistic(size=200))
+    ann = ordinal.simulate(bias=[0.2, -0.3, 0.0, 0.1], noise=[0.6, 0.8, 0.7, 0.9], n_classes=4,
+                           true_labels=level, labels_per_item=3, rng=rng).with_features(X)
+    never_three = dataclasses.replace(ann, labels=np.where(ann.labels == 2, 1, ann.labels))
+    with pytest.warns(UserWarning, match=r"cut points equal, truth_cutpoints '>2' and '>3'"):
+        fit = cm.fit_map(ordinal.build_model(never_three, variant="latent"))
+    cuts = fit.posterior["truth_cutpoints"].values[0, 0]
+    assert cuts[2] - cuts[1] < 1e-8 and cuts[1] - cuts[0] > 1
+    assert cm.predict(fit, X[:20])["prob"].values[:, 2].max() < 1e-6
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        cm.fit_map(ordinal.build_model(ann, variant="latent"))
+    assert not [w for w in record if "cut points equal" in str(w.message)]
 
 
 def test_pooled_precision_of_one_threshold_is_the_two_coin_evidence():
