@@ -25,14 +25,14 @@ and its ratio on the held-out one.
 Both variants also print the log loss of the new items' true levels under
 each rule (``ll``; a probability below :data:`FLOOR` counted as it, and
 ``floored`` says how many, rule by rule) and the grid's best log loss, and a
-second leave one set out on it: a rule can win the error rate with probabilities far from the
-truth's.
+second leave one set out on it: a rule can win the error rate with
+probabilities far from the truth's.
 
 ``--variant latent`` scores the latent variant's ordered logit on the same
 crowds instead (its annotators' bias-and-noise model is not the one that
 made the labels; its truth's ordered logit is the one that made the
-levels): MAP fits (``cm.fit_map``) at precision 1 (its "auto",
-``latent.AUTO_PRECISION``), at ``ordinal.pooled_precision`` (``pooled``)
+levels): MAP fits (``cm.fit_map``) at precision 1 (its default until
+2026-12-08), at ``ordinal.pooled_precision`` (``pooled``, its "auto" since)
 and at the latent model's own evidence (``evidence``, :func:`latent_evidence`)
 and over the grid. About 4 minutes.
 """

@@ -418,7 +418,8 @@ def _equal_pairs(model, name: str, gaps: np.ndarray) -> str:
     """The neighbouring values of an ordered variable whose gap is at the boundary,
     by their coordinates (``">2" and ">3"``), or by position without dims."""
     dims = model.named_vars_to_dims.get(name)
-    labels = ([str(c) for c in model.coords[dims[-1]]] if dims
+    coords = model.coords.get(dims[-1]) if dims else None  # None: a dim with a length only
+    labels = ([str(c) for c in coords] if coords is not None
               else [f"[{k}]" for k in range(gaps.shape[-1] + 1)])
     pairs = sorted({int(k) for k in np.nonzero(gaps)[-1]})
     return ", ".join(f"{labels[k]!r} and {labels[k + 1]!r}" for k in pairs)

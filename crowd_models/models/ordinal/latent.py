@@ -39,9 +39,9 @@ the annotators' ``link``. ``coef_precision="auto"`` (the default) is
 :func:`~crowd_models.models.ordinal.cumulative.pooled_precision` of the
 annotations: the cumulative variant's evidence precisions pooled over its
 thresholds (that EM at its own default priors), chosen without gold. Leaving
-one simulated set out, it beat precision 1 (the default before) on the
-new items' log loss on every fold, and the latent model's own evidence on
-all but one (benchmarks/README.md, ``ordinal_prior.py --variant latent``).
+one simulated set out on the new items' log loss, every fold chose it over
+precision 1 (the default before) and over the latent model's own evidence
+(benchmarks/README.md, ``ordinal_prior.py --variant latent``).
 :func:`crowd_models.predict` scores new items (:func:`predict_draws`).
 
 ``annotator_cutpoints=True`` (K >= 3) gives each annotator its own cut
