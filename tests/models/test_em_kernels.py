@@ -193,9 +193,13 @@ def test_dawid_skene_em_with_features_same_fit_as_reference_kernels(reference_ke
     assert fast.attrs["coef_precision"] == pytest.approx(ref.attrs["coef_precision"], rel=1e-7)
     # the kernels round differently in the last bits, and a round's EM stops at the
     # first step below tol = 1e-10: on one machine both took 56 EM map evaluations
-    # over two rounds, on another 56 and 54 (fits 1.1e-9 apart). One accelerated
-    # step is three evaluations: allow one per round.
-    assert abs(fast.attrs["n_iter"] - ref.attrs["n_iter"]) <= 3 * fast.attrs["evidence_rounds"]
+    # over two rounds, on another 56 and 54 (fits 1.1e-9 apart). The second round
+    # starts warm at the first's update of alpha, and near tol the accelerated
+    # steps' accept-or-retreat turns on differences in the last bits: with the
+    # curvature summed in another order (2026-12-08) the fast kernels' alpha moved
+    # by 6e-15 and their second round took 24 evaluations against 19 (59 and 52 in
+    # all). One accelerated step is three evaluations: allow two per round.
+    assert abs(fast.attrs["n_iter"] - ref.attrs["n_iter"]) <= 6 * fast.attrs["evidence_rounds"]
     # on standardised features the two kernels' fits end up to 1e-9 apart (EM tol
     # 1e-10 on the parameters' steps; one coefficient 1.1e-9, one confusion cell 2e-10)
     for k, v in _fit_values(fast).items():
