@@ -48,6 +48,7 @@ from continuous_prior import leave_one_set_out
 from scipy.special import expit
 
 import crowd_models as cm
+from crowd_models.models import _common as C
 from crowd_models.models import _evidence, ordinal
 
 GRID = tuple(10.0 ** k for k in range(-2, 5))
@@ -127,9 +128,7 @@ def latent_evidence(ann):
                          start=previous, compare_em=False)
         post = fit.posterior.isel(chain=0, draw=0)
         coef, cuts = post["coef"].values, post["truth_cutpoints"].values
-        log_labels = np.zeros((std.n_items, std.n_classes))
-        np.add.at(log_labels, std.item_idx,
-                  np.log(post["confusion"].values)[std.annotator_idx, :, std.labels])
+        log_labels = C.item_joint_np(np.log(post["confusion"].values), std)
         eta = std.features @ coef
         at_mode = np.clip(_curvature(eta[:, None], cuts, log_labels)[:, 0], 0.0, None)
         cov = np.linalg.inv(X.T @ (at_mode[:, None] * X) + alpha * np.eye(X.shape[1]))
